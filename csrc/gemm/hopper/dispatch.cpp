@@ -1,0 +1,129 @@
+// CUDA dispatch of the tk ops: decides whether the Hopper kernel can take a call, describes the
+// operands for it (row- or column-major read natively, anything else copied to an aligned
+// row-major buffer), and launches on the current stream. Other cases fall back visibly.
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <torch/library.h>
+
+#include "../../counters.h"
+#include "../../kittens/common/base.h"
+#include "../../ops.h"
+#include "launch.h"
+
+namespace tk {
+namespace {
+
+constexpr int64_t kAlign = 16;  // TMA: base address and line stride in bytes
+
+struct Operand {
+  at::Tensor keep;  // owns the memory read (the input itself, or an aligned copy)
+  int64_t ld;       // elements between lines
+  bool row_major;
+};
+
+bool tma_ok(const at::Tensor& x, int64_t ld) {
+  return (ld * x.element_size()) % kAlign == 0 && reinterpret_cast<uintptr_t>(x.data_ptr()) % kAlign == 0;
+}
+
+// Row-major: lines are rows; column-major: lines are columns. A size-1 dimension's stride is
+// meaningless, so any aligned ld is used for it (TMA never reads past the single line).
+Operand describe(const at::Tensor& x) {
+  const int64_t R = x.size(0), C = x.size(1), s0 = x.stride(0), s1 = x.stride(1);
+  const bool rm = (C == 1 || s1 == 1) && (R == 1 || s0 >= C);
+  const int64_t rm_ld = R == 1 ? kittens::round_up(C, 8) : s0;
+  if (rm && tma_ok(x, rm_ld)) return {x, rm_ld, true};
+  const bool cm = (R == 1 || s0 == 1) && (C == 1 || s1 >= R);
+  const int64_t cm_ld = C == 1 ? kittens::round_up(R, 8) : s1;
+  if (cm && tma_ok(x, cm_ld)) return {x, cm_ld, false};
+  const int64_t ld = kittens::round_up(C, kAlign / x.element_size());  // strides TMA cannot describe: copy
+  at::Tensor buf = at::empty({R, ld}, x.options());
+  buf.narrow(1, 0, C).copy_(x);
+  return {buf, ld, true};
+}
+
+// Compute capability of `device`, read once per device (ATen/cuda/CUDAContext.h would pull in
+// cuBLAS/cuSPARSE headers that a bare toolkit may lack).
+bool is_sm90(int device) {
+  static int cache[64] = {0};  // 0 unknown, 1 yes, 2 no
+  if (device < 0 || device >= 64) return false;
+  if (cache[device] == 0) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    cache[device] = (major == 9 && minor == 0) ? 1 : 2;
+  }
+  return cache[device] == 1;
+}
+
+hopper::DType to_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? hopper::DType::bf16 : t == at::kHalf ? hopper::DType::fp16 : hopper::DType::fp32;
+}
+
+const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
+  if (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
+    return "dtype is not bfloat16/float16 (the kernels take 16-bit inputs)";
+  constexpr int64_t kMax = 0x7fffffff;
+  if (a.size(0) > kMax || a.size(1) > kMax || b.size(1) > kMax) return "a dimension exceeds 2^31-1";
+  return nullptr;
+}
+
+bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
+                    double alpha, double beta) {
+  if (const char* why = decline_reason(out, a, b)) {
+    note_fallback(why);
+    return false;
+  }
+  c10::cuda::CUDAGuard guard(a.device());
+  const Operand A = describe(a), B = describe(b);
+  hopper::GemmArgs g{};
+  g.a = A.keep.data_ptr();
+  g.lda = A.ld;
+  g.a_mn = !A.row_major;  // column-major A is M-contiguous
+  g.b = B.keep.data_ptr();
+  g.ldb = B.ld;
+  g.b_mn = B.row_major;   // row-major B is N-contiguous
+  g.M = static_cast<int>(a.size(0));
+  g.K = static_cast<int>(a.size(1));
+  g.N = static_cast<int>(b.size(1));
+  g.in_dtype = to_dtype(a.scalar_type());
+  g.out_dtype = to_dtype(out.scalar_type());
+  g.out = out.data_ptr();
+  g.c = c.has_value() ? c->data_ptr() : nullptr;
+  g.c_s0 = c.has_value() ? c->stride(0) : 0;
+  g.c_s1 = c.has_value() ? c->stride(1) : 0;
+  g.alpha = static_cast<float>(alpha);
+  g.beta = static_cast<float>(beta);
+  const char* err = hopper::gemm_launch(g, c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == nullptr, "tk: Hopper GEMM launch failed: ", err);
+  count_call(Path::hopper);
+  return true;
+}
+
+at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  static const ArgNames names{"tk.gemm", "a", "b", "self"};
+  return addmm_core(std::nullopt, a, b, 0, 1, out_dtype, names, &hopper_backend);
+}
+
+at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                      const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype) {
+  static const ArgNames names{"tk.addmm", "mat1", "mat2", "self"};
+  return addmm_core(self, mat1, mat2, beta, alpha, out_dtype, names, &hopper_backend);
+}
+
+at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  return linear_core(input, weight, bias, &hopper_backend);
+}
+
+}  // namespace
+
+bool hopper_available(int device) { return is_sm90(device); }
+
+}  // namespace tk
+
+TORCH_LIBRARY_IMPL(tk, CUDA, m) {
+  m.impl("gemm", &tk::gemm_cuda);
+  m.impl("addmm", &tk::addmm_cuda);
+  m.impl("linear", &tk::linear_cuda);
+}

@@ -1,0 +1,157 @@
+// Hopper GEMM v1: TMA -> 128-B swizzled shared ring (mbarrier full/empty) -> wgmma -> registers.
+// One producer warpgroup (a single lane issues TMA) and two consumer warpgroups, each owning a
+// 64 x BN strip of the 128 x BN output tile; fp32 accumulate; epilogue writes straight from the
+// accumulator fragments with the addmm alpha/beta/C terms and bounds masks for the tails.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "../../kittens/common/fragments.h"
+#include "../../kittens/common/raster.h"
+#include "../../kittens/hopper/mbarrier.cuh"
+#include "../../kittens/hopper/st.cuh"
+#include "../../kittens/hopper/warpgroup.cuh"
+#include "../../kittens/hopper/wgmma_ops.cuh"
+
+namespace tk::hopper {
+using namespace kittens;
+using namespace kittens::hopper;
+
+template <typename T, typename OutT, bool AMn, bool BMn>
+struct gemm_layout {
+  using in_t = T;
+  using out_t = OutT;
+  static constexpr bool kAMn = AMn, kBMn = BMn;
+  static constexpr int BM = 128, BN = 128, STAGES = 4, CONSUMERS = 2, GROUP_M = 8;
+  using a_tile = st_operand<BM, AMn>;
+  using b_tile = st_operand<BN, BMn>;
+  static constexpr int BK = a_tile::kK;
+  static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
+  static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // +1024: base alignment
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+};
+
+template <typename OutT>
+struct Epilogue {
+  OutT* out;        // row-major, ld = N
+  const OutT* c;    // nullptr: no C term
+  int64_t c_s0, c_s1;
+  float alpha, beta;
+};
+
+template <typename OutT> __device__ __forceinline__ OutT from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+
+// (torch builds define __CUDA_NO_HALF_CONVERSIONS__, so conversions are spelled out)
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+
+template <typename OutT>
+__device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
+  if constexpr (sizeof(OutT) == 4) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+  } else {
+    struct alignas(4) pair { OutT x, y; };
+    *reinterpret_cast<pair*>(p) = pair{from_f32<OutT>(v0), from_f32<OutT>(v1)};
+  }
+}
+
+template <class L>
+__global__ void __launch_bounds__(L::THREADS, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                Epilogue<typename L::out_t> ep, int M, int N, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::STAGES * L::STAGE_BYTES);
+  uint64_t* empty = full + L::STAGES;
+
+  const TileCoord tile = grouped_tile(blockIdx.x, ceil_div(M, L::BM), ceil_div(N, L::BN), L::GROUP_M);
+  const int m0 = tile.m * L::BM, n0 = tile.n * L::BN;
+  const int k_tiles = ceil_div(K, L::BK);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < L::STAGES; ++s) {
+      mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
+      mbar_init(&empty[s], L::CONSUMERS * 4);      // one arrival per consumer warp
+    }
+    mbar_init_fence();
+    tma_prefetch_desc(&tm_a);
+    tma_prefetch_desc(&tm_b);
+  }
+  __syncthreads();
+
+  if (warpgroup_id() == 0) {
+    // ---- producer ----
+    setmaxnreg_dec<L::PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % L::STAGES;
+        mbar_wait(&empty[s], ((kt / L::STAGES) & 1) ^ 1);  // first round passes at once
+        mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
+        uint8_t* stage = smem + s * L::STAGE_BYTES;
+        L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
+        L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+      }
+    }
+  } else {
+    // ---- consumers ----
+    setmaxnreg_inc<L::CONSUMER_REGS>();
+    const int cw = warpgroup_id() - 1;
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    float acc[L::BN / 2];
+#pragma unroll
+    for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
+    constexpr bool kBf16 = sizeof(typename L::in_t) == 2 && std::is_same_v<typename L::in_t, __nv_bfloat16>;
+    using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % L::STAGES;
+      mbar_wait(&full[s], (kt / L::STAGES) & 1);
+      const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
+      const uint32_t b_base = a_base + L::a_tile::kBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < L::BK / 16; ++kk)
+        mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
+      wgmma_commit();
+      // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
+      wgmma_wait<1>();
+      fence_regs(acc);
+      if (kt > 0 && warp_leader) mbar_arrive(&empty[(kt - 1) % L::STAGES]);
+    }
+    wgmma_wait<0>();
+    fence_regs(acc);
+
+    // ---- epilogue: out = alpha * acc + beta * C, masked at the M/N tails ----
+    using OutT = typename L::out_t;
+    const int t = thread_in_warpgroup();
+    const bool pair_ok = (N % 2) == 0;  // (row*N + even col) is then 2-element aligned
+#pragma unroll
+    for (int r = 0; r < L::BN / 2; r += 2) {
+      const RowCol rc = wgmma_acc_coord(t, r);
+      const int row = m0 + cw * 64 + rc.row, col = n0 + rc.col;
+      if (row >= M || col >= N) continue;
+      float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+      const bool has1 = col + 1 < N;
+      if (ep.c != nullptr) {
+        const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+        v0 += ep.beta * to_f32(c[0]);
+        if (has1) v1 += ep.beta * to_f32(c[ep.c_s1]);
+      }
+      OutT* o = ep.out + static_cast<int64_t>(row) * N + col;
+      if (has1 && pair_ok) {
+        store_pair(o, v0, v1);
+      } else {
+        o[0] = from_f32<OutT>(v0);
+        if (has1) o[1] = from_f32<OutT>(v1);
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace tk::hopper

@@ -1,0 +1,42 @@
+// st_operand: one stage of a GEMM operand in shared memory, MN rows x 64 k, 128-B swizzled,
+// either K-major (k contiguous) or MN-major (m/n contiguous). It knows how TMA fills it and
+// how wgmma reads it; the byte layout itself is kittens/common/swizzle.h.
+#pragma once
+#include <cuda.h>
+#include "../common/swizzle.h"
+#include "tma.cuh"
+
+namespace kittens::hopper {
+
+template <int MN, bool MnMajor, int ElemBytes = 2>
+struct st_operand {
+  static constexpr int kK = kSwizzleBytes / ElemBytes;  // 64 k per stage for 16-bit types
+  static constexpr int kBytes = MN * kK * ElemBytes;
+  // TMA box: K-major = one {kK, MN} box; MN-major = MN/64 boxes of {64 mn, kK}.
+  static constexpr int kBoxInner = kSwizzleBytes / ElemBytes;
+  static constexpr int kBoxOuter = MnMajor ? kK : MN;
+  static_assert(MN % kBoxInner == 0 && MN <= 256, "operand tile rows must be a multiple of 64, at most 256");
+
+  // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned).
+  __device__ static void load(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0) {
+    if constexpr (!MnMajor) {
+      tma_load_2d(dst, map, bar, k0, mn0);
+    } else {
+#pragma unroll
+      for (int c = 0; c < MN / kBoxInner; ++c)
+        tma_load_2d(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0);
+    }
+  }
+
+  // wgmma descriptor for rows [mn0, ...) (mn0 a multiple of 64) and the kk-th 16-wide k slice.
+  // The start address is the byte offset of element (mn0, 16*kk): with mn0 % 8 == 0 it is an
+  // unswizzled position, and the hardware applies the swizzle to every address it derives.
+  __device__ static uint64_t desc(uint32_t base, int mn0, int kk) {
+    if constexpr (!MnMajor)
+      return wgmma_desc(base + kmajor_offset(mn0, kk * 16, ElemBytes), 16, kSwizzleAtomBytes);
+    else
+      return wgmma_desc(base + mnmajor_offset(mn0, kk * 16, ElemBytes), mnmajor_chunk_bytes(), kSwizzleAtomBytes);
+  }
+};
+
+}  // namespace kittens::hopper

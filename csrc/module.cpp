@@ -1,0 +1,47 @@
+// The Python module torch_tk._C: importing it loads this library, which runs the TORCH_LIBRARY
+// registrations. It also exposes the dispatch counters, the fallback log, and the index math of
+// kittens/common so that tests check it on the host.
+#include <torch/extension.h>
+
+#include "counters.h"
+#include "kittens/common/fragments.h"
+#include "kittens/common/raster.h"
+#include "kittens/common/swizzle.h"
+
+namespace tk {
+#ifdef TK_WITH_CUDA
+bool hopper_available(int device);
+#endif
+}  // namespace tk
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tk compiled library: tk ops (registered on import), counters, index math";
+  m.def("kernel_counters", &tk::kernel_counters, "Calls per path since load/reset: hopper, fallback, cpu.");
+  m.def("reset_kernel_counters", &tk::reset_kernel_counters);
+  m.def("fallback_reasons", &tk::fallback_reasons, "Distinct reasons CUDA calls fell back to the reference.");
+#ifdef TK_WITH_CUDA
+  m.attr("has_cuda_kernels") = true;
+  m.def("hopper_available", &tk::hopper_available, py::arg("device"));
+#else
+  m.attr("has_cuda_kernels") = false;
+  m.def("hopper_available", [](int) { return false; }, py::arg("device"));
+#endif
+  m.def("swizzle128_offset", &kittens::swizzle128_offset, py::arg("row"), py::arg("byte_in_row"));
+  m.def("kmajor_offset", &kittens::kmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
+  m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
+  m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));
+  m.def(
+      "wgmma_acc_coord",
+      [](int t, int r) {
+        auto rc = kittens::wgmma_acc_coord(t, r);
+        return std::make_tuple(rc.row, rc.col);
+      },
+      py::arg("thread"), py::arg("reg"));
+  m.def(
+      "grouped_tile",
+      [](int id, int tm, int tn, int g) {
+        auto c = kittens::grouped_tile(id, tm, tn, g);
+        return std::make_tuple(c.m, c.n);
+      },
+      py::arg("block_id"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
+}

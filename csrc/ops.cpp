@@ -1,0 +1,141 @@
+// The tk operator library: schemas (the one place they are written), argument checks,
+// shape logic shared by every device, and the CPU reference implementation.
+#include "ops.h"
+
+#include <torch/library.h>
+
+#include "counters.h"
+
+namespace tk {
+namespace {
+
+bool is_supported_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble;
+}
+
+at::ScalarType resolve_out_dtype(at::ScalarType in, std::optional<at::ScalarType> out, const char* op) {
+  if (!out.has_value() || *out == in) return in;
+  TORCH_CHECK_TYPE((in == at::kBFloat16 || in == at::kHalf) && *out == at::kFloat, op,
+                   ": out_dtype=", *out, " is not supported for ", in,
+                   " inputs (allowed: the input dtype, or torch.float32 for bfloat16/float16 inputs)");
+  return *out;
+}
+
+void check_matrix(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.dim() == 2, op, ": `", name, "` must be a 2-D tensor, got ", t.dim(), "-D of shape ",
+                    t.sizes());
+  TORCH_CHECK_TYPE(is_supported_dtype(t.scalar_type()), op, ": `", name, "` has dtype ", t.scalar_type(),
+                   "; supported: bfloat16, float16, float32, float64");
+}
+
+}  // namespace
+
+void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
+                      double alpha, double beta) {
+  const auto acc_t = a.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor r = at::mm(a.to(acc_t), b.to(acc_t));
+  if (alpha != 1.0) r.mul_(alpha);
+  if (c.has_value()) r.add_(c->to(acc_t), beta);
+  out.copy_(r);
+}
+
+at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
+                      const at::Scalar& beta_s, const at::Scalar& alpha_s, std::optional<at::ScalarType> out_dtype,
+                      const ArgNames& n, MatmulBackend backend) {
+  check_matrix(a, n.op, n.a);
+  check_matrix(b, n.op, n.b);
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), n.op, ": `", n.a, "` and `", n.b,
+                   "` must have the same dtype, got ", a.scalar_type(), " and ", b.scalar_type());
+  TORCH_CHECK_VALUE(a.device() == b.device(), n.op, ": `", n.a, "` and `", n.b,
+                    "` must be on the same device, got ", a.device(), " and ", b.device());
+  TORCH_CHECK_VALUE(a.size(1) == b.size(0), n.op, ": `", n.a, "` (", a.size(0), "x", a.size(1), ") and `", n.b,
+                    "` (", b.size(0), "x", b.size(1), ") cannot be multiplied: inner dimensions differ");
+  const auto out_t = resolve_out_dtype(a.scalar_type(), out_dtype, n.op);
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const double alpha = alpha_s.toDouble(), beta = beta_s.toDouble();
+
+  std::optional<at::Tensor> c;
+  if (self.has_value()) {
+    const at::Tensor& s = *self;
+    TORCH_CHECK_TYPE(s.scalar_type() == a.scalar_type() || s.scalar_type() == out_t, n.op, ": `", n.self,
+                     "` has dtype ", s.scalar_type(), "; expected ", a.scalar_type(),
+                     out_t != a.scalar_type() ? " or the out_dtype" : "");
+    TORCH_CHECK_VALUE(s.device() == a.device(), n.op, ": `", n.self, "` is on ", s.device(), " but `", n.a,
+                      "` is on ", a.device());
+    const bool bcast = s.dim() <= 2 && (s.dim() < 1 || s.size(-1) == 1 || s.size(-1) == N) &&
+                       (s.dim() < 2 || s.size(0) == 1 || s.size(0) == M);
+    TORCH_CHECK_VALUE(bcast, n.op, ": `", n.self, "` of shape ", s.sizes(), " cannot be broadcast to (", M, ", ", N,
+                      ")");
+    if (beta != 0.0) c = s.to(out_t).expand({M, N});  // beta == 0: self is ignored, as in torch.addmm
+  }
+
+  at::Tensor out = at::empty({M, N}, a.options().dtype(out_t));
+  if (M == 0 || N == 0) return out;
+  if (K == 0) {
+    out.zero_();
+    if (c.has_value()) out.add_(*c, beta);
+    return out;
+  }
+  if (backend != nullptr && backend(out, a, b, c, alpha, beta)) return out;
+  if (a.device().is_cpu()) count_call(Path::cpu);
+  reference_matmul(out, a, b, c, alpha, beta);
+  return out;
+}
+
+at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                       MatmulBackend backend) {
+  static const ArgNames names{"tk.linear", "input", "weight", "bias"};
+  TORCH_CHECK_VALUE(input.dim() >= 1, "tk.linear: `input` must have at least 1 dimension, got a 0-D tensor");
+  TORCH_CHECK_VALUE(weight.dim() == 2, "tk.linear: `weight` must be a 2-D (out_features, in_features) tensor, got ",
+                    weight.dim(), "-D of shape ", weight.sizes());
+  TORCH_CHECK_VALUE(input.size(-1) == weight.size(1), "tk.linear: `input` has ", input.size(-1),
+                    " features in its last dimension but `weight` expects ", weight.size(1));
+  if (bias.has_value()) {
+    TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == weight.size(0), "tk.linear: `bias` must have shape (",
+                      weight.size(0), ",), got ", bias->sizes());
+  }
+  const int64_t K = input.size(-1);
+  int64_t M = 1;  // explicit, so zero-size inputs reshape without a -1
+  for (int64_t d = 0; d + 1 < input.dim(); ++d) M *= input.size(d);
+  at::Tensor x2d = input.reshape({M, K});
+  at::Tensor out = addmm_core(bias, x2d, weight.t(), 1, 1, std::nullopt, names, backend);
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end() - 1);
+  shape.push_back(weight.size(0));
+  return out.view(shape);
+}
+
+namespace {
+
+at::Tensor gemm_cpu(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+  static const ArgNames names{"tk.gemm", "a", "b", "self"};
+  return addmm_core(std::nullopt, a, b, 0, 1, out_dtype, names, nullptr);
+}
+
+at::Tensor addmm_cpu(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                     const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype) {
+  static const ArgNames names{"tk.addmm", "mat1", "mat2", "self"};
+  return addmm_core(self, mat1, mat2, beta, alpha, out_dtype, names, nullptr);
+}
+
+at::Tensor linear_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  return linear_core(input, weight, bias, nullptr);
+}
+
+}  // namespace
+}  // namespace tk
+
+TORCH_LIBRARY(tk, m) {
+  m.set_python_module("torch_tk.ops");
+  m.def("gemm(Tensor a, Tensor b, *, ScalarType? out_dtype=None) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def(
+      "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, ScalarType? out_dtype=None) -> "
+      "Tensor",
+      {at::Tag::pt2_compliant_tag});
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", {at::Tag::pt2_compliant_tag});
+}
+
+TORCH_LIBRARY_IMPL(tk, CPU, m) {
+  m.impl("gemm", &tk::gemm_cpu);
+  m.impl("addmm", &tk::addmm_cpu);
+  m.impl("linear", &tk::linear_cpu);
+}

@@ -1,0 +1,54 @@
+"""Build facts CI asserts without a GPU: when the toolkit was present, the extension holds sm_90a
+gemm kernels whose SASS has HGMMA (wgmma) instructions and whose ptxas report shows no spills."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import torch
+
+
+def cuobjdump():
+    exe = shutil.which("cuobjdump")
+    if exe:
+        return exe
+    try:
+        import triton
+        cand = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+        return cand if os.path.exists(cand) else None
+    except ImportError:
+        return None
+
+
+def main():
+    import torch_tk
+
+    if not torch_tk._C.has_cuda_kernels:
+        print("check_build: CPU-only build (no nvcc or CPU torch); nothing to check")
+        return 0
+    so = glob.glob(os.path.join(os.path.dirname(torch_tk.__file__), "_C*.so"))[0]
+    exe = cuobjdump()
+    if exe is None:
+        print("check_build: no cuobjdump available; skipping the SASS check")
+    else:
+        elf = subprocess.run([exe, "--list-elf", so], capture_output=True, text=True).stdout
+        assert "sm_90a" in elf, f"no sm_90a cubin in {so}:\n{elf}"
+        sass = subprocess.run([exe, "--dump-sass", so], capture_output=True, text=True).stdout
+        n = sass.count("HGMMA")
+        kernels = len(re.findall(r"Function : \S*gemm_kernel", sass))
+        assert kernels >= 16 and n >= 4 * kernels, f"expected HGMMA in every gemm kernel: {kernels} kernels, {n} HGMMA"
+        print(f"check_build: {kernels} sm_90a gemm kernels, {n} HGMMA instructions")
+    if os.path.exists("build.log"):
+        log = open("build.log").read()
+        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+        assert spills, "build.log has no ptxas report"
+        assert all(s == ("0", "0") for s in spills), f"ptxas reports spills: {spills}"
+        regs = sorted(set(re.findall(r"Used (\d+) registers", log)))
+        print(f"check_build: ptxas: {len(spills)} entries, no spills, registers {regs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The whole GPU check, one command on an H100/H200 (what every session and reviewer runs):
+#   build -> SASS/ptxas facts -> GPU tests -> compute-sanitizer -> benchmark -> demo -> summary.
+# Usage: bash scripts/gpu_check.sh [quick]   (quick: skip the benchmark; tests stop at first failure)
+# Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 8 files.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/tk_gpu_check}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+MODE=${1:-full}
+if ls .whl/*.whl >/dev/null 2>&1; then  # carried wheels (expecttest is not installed there)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/tk_site .whl/*.whl && export PYTHONPATH=/tmp/tk_site
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+
+t0=$(date +%s)
+if ! MAX_JOBS=16 python3 -m pip install -v --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+  tail -n 60 "$OUT/build.log"; echo "BUILD FAILED"; exit 1
+fi
+echo "build: $(( $(date +%s) - t0 )) s"
+
+so=$(ls torch_tk/_C*.so | head -n 1)
+CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/cuobjdump")
+"$CUOBJ" --dump-sass "$so" > /tmp/tk_sass.txt 2>&1
+hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
+kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
+ptxas=$(grep -A2 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
+
+xflag=""; [ "$MODE" = quick ] && xflag="-x"
+python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1
+tests_rc=$?
+tests=$(tail -n 1 "$OUT/pytest.log")
+
+san=""
+for tool in memcheck racecheck synccheck; do
+  compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_case.py >> "$OUT/sanitizer.log" 2>&1
+  san="$san $tool=rc$?"
+done
+
+if [ "$MODE" != quick ]; then
+  python3 benchmarks/bench_gemm.py --out "$OUT/bench.json" > "$OUT/bench.log" 2>&1 || echo "bench rc=$?"
+fi
+python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?
+
+echo "================ torch_tk GPU check ================"
+echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions"
+echo "ptxas (bf16 NN kernel): $ptxas"
+echo "tests (rc=$tests_rc): $tests"
+grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20
+echo "sanitizer:$san"; grep -E "ERROR SUMMARY|mismatches" "$OUT/sanitizer.log" | head -n 6
+echo "--- demo (rc=$demo_rc)"; tail -n 8 "$OUT/demo.log"
+[ -f "$OUT/bench.log" ] && { echo "--- bench"; tail -n 25 "$OUT/bench.log"; }
+exit $tests_rc

@@ -1,0 +1,35 @@
+"""A small workload for compute-sanitizer (memcheck / racecheck / synccheck): every layout and
+dtype of the Hopper kernel on tail shapes, each result checked, so the tool sees real launches."""
+import sys
+
+import torch
+
+import torch_tk
+
+
+def main():
+    if not torch_tk.hopper_available():
+        print("sanitize_case: no Hopper kernel here; nothing to check")
+        return 0
+    torch.manual_seed(0)
+    bad = 0
+    for dtype in (torch.bfloat16, torch.float16):
+        for (M, N, K) in ((1, 7, 9), (129, 127, 200), (200, 130, 64)):
+            for ta in (False, True):
+                for tb in (False, True):
+                    a = torch.randn(K, M, device="cuda", dtype=dtype).t() if ta else torch.randn(M, K, device="cuda", dtype=dtype)
+                    b = torch.randn(N, K, device="cuda", dtype=dtype).t() if tb else torch.randn(K, N, device="cuda", dtype=dtype)
+                    bias = torch.randn(N, device="cuda", dtype=dtype)
+                    out = torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0)
+                    ref = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
+                    err = ((out.double() - ref).norm() / ref.norm()).item()
+                    if not err < 1e-2:
+                        bad += 1
+                        print(f"MISMATCH {dtype} {M}x{N}x{K} ta={ta} tb={tb} rel_err={err:.3e}")
+    torch.cuda.synchronize()
+    print(f"sanitize_case: {bad} mismatches; counters {torch_tk.kernel_counters()}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Builds torch_tk._C: the tk op schemas + CPU reference always; the Hopper (sm_90a) kernels
+whenever a CUDA toolkit (nvcc) and a CUDA build of torch are present -- with or without a GPU.
+
+Install with:  python3 -m pip install --no-build-isolation -e .
+"""
+import os
+import shutil
+import sys
+
+from setuptools import setup
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    sys.exit(
+        "torch_tk: PyTorch is not installed. Install it first (python3 -m pip install torch), then build with "
+        "'python3 -m pip install --no-build-isolation -e .' so the extension compiles against that torch."
+    )
+
+
+def _find_cuda_home():
+    """The toolkit folder holding bin/nvcc and lib64/libcudart.so, or None.
+
+    torch guesses CUDA_HOME from `which nvcc`; where nvcc is a wrapper script outside the toolkit
+    that guess is wrong, so also read the path the wrapper executes, and try /usr/local/cuda.
+    """
+    def ok(d):
+        return d and os.path.isfile(os.path.join(d, "bin", "nvcc")) and (
+            os.path.exists(os.path.join(d, "lib64", "libcudart.so")) or os.path.exists(os.path.join(d, "lib", "libcudart.so")))
+
+    cands = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        cands.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+        try:
+            with open(nvcc, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+            for tok in head.replace('"', " ").split():
+                if tok.endswith("/bin/nvcc"):
+                    cands.append(tok[: -len("/bin/nvcc")])
+        except OSError:
+            pass
+    cands.append("/usr/local/cuda")
+    return next((d for d in cands if ok(d)), None)
+
+
+cuda_home = _find_cuda_home() if torch.version.cuda else None
+if cuda_home:
+    os.environ["CUDA_HOME"] = cuda_home  # before cpp_extension reads it at import time
+
+from torch.utils import cpp_extension  # noqa: E402
+
+here = os.path.dirname(os.path.abspath(__file__))
+csrc = os.path.join(here, "csrc")
+sources = ["csrc/ops.cpp", "csrc/counters.cpp", "csrc/module.cpp"]
+cxx = ["-O3", "-std=c++20"]  # recent ATen headers require C++20
+define = []
+ext_cls = cpp_extension.CppExtension
+nvcc_flags = []
+if cuda_home:
+    ext_cls = cpp_extension.CUDAExtension
+    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu"]
+    define = [("TK_WITH_CUDA", "1")]
+    # The Hopper kernels need the arch-specific sm_90a target (wgmma, setmaxnreg). Any other
+    # architectures asked for through TORCH_CUDA_ARCH_LIST are built too (the kernel body is
+    # compiled only for sm_90a; elsewhere the launcher never runs it).
+    arch = ["-gencode=arch=compute_90a,code=sm_90a"]
+    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        arch += [f for f in cpp_extension._get_cuda_arch_flags() if "compute_90a" not in f]
+    nvcc_flags = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-Xptxas=-v"] + arch
+    print(f"torch_tk: building the Hopper kernels with CUDA_HOME={cuda_home}")
+else:
+    print("torch_tk: no CUDA toolkit (nvcc) or CPU-only torch: building the CPU reference only")
+
+setup(
+    ext_modules=[
+        ext_cls(
+            name="torch_tk._C",
+            sources=sources,
+            include_dirs=[csrc],
+            define_macros=define,
+            extra_compile_args={"cxx": cxx, "nvcc": nvcc_flags} if cuda_home else {"cxx": cxx},
+        )
+    ],
+    cmdclass={"build_ext": cpp_extension.BuildExtension},
+)

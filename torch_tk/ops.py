@@ -1,0 +1,260 @@
+"""The tk operators: Python entry points, fake (meta) implementations and autograd formulas.
+
+Schemas live in C++ (``csrc/ops.cpp``, ``TORCH_LIBRARY(tk, m)``); this module is the library's
+``set_python_module``, so torch imports it whenever it needs the fakes.
+
+Layouts: each matrix operand may be row-major or column-major (a contiguous tensor or its
+``.t()``); the Hopper kernel reads both through TMA without a copy. Any other strides (slices
+with steps, a row pitch that is not a multiple of 16 bytes, a misaligned base) are copied to
+an aligned row-major buffer inside the op first. Outputs are always new contiguous tensors.
+
+Numerics: bf16/fp16 inputs accumulate in fp32 (the wgmma accumulators; the CPU reference
+upcasts to fp32); fp32 inputs accumulate in fp32 and fp64 in fp64.
+"""
+import warnings
+
+import torch
+
+from . import _C  # noqa: F401  (the schemas must exist before the registrations below)
+
+_FLOATS = (torch.bfloat16, torch.float16, torch.float32, torch.float64)
+_py_fallback_reasons = set()
+_py_fallback_count = 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------------
+def gemm(a, b, *, out_dtype=None):
+    """Matrix product ``a @ b`` on the tk kernels.
+
+    Args:
+        a: (M, K) tensor, bfloat16/float16 (kernel on sm_90) or float32/float64 (reference).
+        b: (K, N) tensor, same dtype and device as ``a``.
+        out_dtype: None (the input dtype) or torch.float32 for bfloat16/float16 inputs.
+    Returns:
+        New contiguous (M, N) tensor of ``out_dtype``. K == 0 gives zeros.
+    Raises:
+        ValueError: ``a``/``b`` not 2-D, inner dimensions differ, or different devices.
+        TypeError: unsupported or mismatched dtypes, or an unsupported ``out_dtype``.
+    """
+    return torch.ops.tk.gemm.default(a, b, out_dtype=out_dtype)
+
+
+def addmm(self, mat1, mat2, *, beta=1, alpha=1, out_dtype=None):
+    """``beta * self + alpha * (mat1 @ mat2)`` with ``torch.addmm`` semantics, fused in the epilogue.
+
+    Args:
+        self: tensor broadcastable to (M, N) -- a 1-D (N,) tensor is a per-column bias; dtype of
+            ``mat1`` or ``out_dtype``. Ignored (NaN/inf do not propagate) when ``beta == 0``.
+        mat1: (M, K) tensor; mat2: (K, N) tensor (dtypes/devices as for :func:`gemm`).
+        beta, alpha: Python numbers.
+        out_dtype: as for :func:`gemm`.
+    Returns:
+        New contiguous (M, N) tensor.
+    Raises:
+        ValueError: bad dimensions, ``self`` not broadcastable to (M, N), different devices.
+        TypeError: unsupported/mismatched dtypes or ``out_dtype``.
+    """
+    return torch.ops.tk.addmm.default(self, mat1, mat2, beta=beta, alpha=alpha, out_dtype=out_dtype)
+
+
+def linear(input, weight, bias=None):
+    """``torch.nn.functional.linear`` on the tk kernels: ``input @ weight.T + bias``.
+
+    Args:
+        input: (*, K) tensor (any number of leading dims, including none).
+        weight: (N, K) tensor (the nn.Linear layout; read K-major, no transpose copy).
+        bias: optional (N,) tensor, fused into the epilogue.
+    Returns:
+        New contiguous (*, N) tensor of the input dtype.
+    Raises:
+        ValueError: shape mismatches (``input``'s last dim vs ``weight``, ``bias`` length).
+        TypeError: unsupported or mismatched dtypes.
+    """
+    return torch.ops.tk.linear.default(input, weight, bias)
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks shared by the fakes (mirror csrc/ops.cpp so that compiled and eager code raise alike)
+# ----------------------------------------------------------------------------------------------
+def _check_matrix(t, op, name):
+    torch._check_value(t.dim() == 2, lambda: f"{op}: `{name}` must be a 2-D tensor, got {t.dim()}-D of shape {tuple(t.shape)}")
+    torch._check_type(t.dtype in _FLOATS, lambda: f"{op}: `{name}` has dtype {t.dtype}; supported: bfloat16, float16, float32, float64")
+
+
+def _out_dtype(in_dtype, out_dtype, op):
+    if out_dtype is None or out_dtype == in_dtype:
+        return in_dtype
+    torch._check_type(
+        in_dtype in (torch.bfloat16, torch.float16) and out_dtype == torch.float32,
+        lambda: f"{op}: out_dtype={out_dtype} is not supported for {in_dtype} inputs "
+        "(allowed: the input dtype, or torch.float32 for bfloat16/float16 inputs)",
+    )
+    return out_dtype
+
+
+def _check_mm(self, a, b, out_dtype, op, na, nb, nself):
+    _check_matrix(a, op, na)
+    _check_matrix(b, op, nb)
+    torch._check_type(a.dtype == b.dtype, lambda: f"{op}: `{na}` and `{nb}` must have the same dtype, got {a.dtype} and {b.dtype}")
+    torch._check_value(a.device == b.device, lambda: f"{op}: `{na}` and `{nb}` must be on the same device, got {a.device} and {b.device}")
+    torch._check_value(a.shape[1] == b.shape[0], lambda: f"{op}: `{na}` ({a.shape[0]}x{a.shape[1]}) and `{nb}` ({b.shape[0]}x{b.shape[1]}) cannot be multiplied: inner dimensions differ")
+    out_t = _out_dtype(a.dtype, out_dtype, op)
+    M, N = a.shape[0], b.shape[1]
+    if self is not None:
+        torch._check_type(self.dtype in (a.dtype, out_t), lambda: f"{op}: `{nself}` has dtype {self.dtype}; expected {a.dtype}")
+        torch._check_value(self.device == a.device, lambda: f"{op}: `{nself}` is on {self.device} but `{na}` is on {a.device}")
+        ok = self.dim() <= 2 and (self.dim() < 1 or self.shape[-1] == 1 or self.shape[-1] == N) and (
+            self.dim() < 2 or self.shape[0] == 1 or self.shape[0] == M)
+        torch._check_value(ok, lambda: f"{op}: `{nself}` of shape {tuple(self.shape)} cannot be broadcast to ({M}, {N})")
+    return out_t
+
+
+def _check_linear(input, weight, bias):
+    op = "tk.linear"
+    torch._check_value(input.dim() >= 1, lambda: f"{op}: `input` must have at least 1 dimension, got a 0-D tensor")
+    torch._check_value(weight.dim() == 2, lambda: f"{op}: `weight` must be a 2-D (out_features, in_features) tensor, got {weight.dim()}-D")
+    torch._check_value(input.shape[-1] == weight.shape[1], lambda: f"{op}: `input` has {input.shape[-1]} features in its last dimension but `weight` expects {weight.shape[1]}")
+    if bias is not None:
+        torch._check_value(bias.dim() == 1 and bias.shape[0] == weight.shape[0], lambda: f"{op}: `bias` must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
+    _check_mm(bias, input.reshape(-1, input.shape[-1]) if input.dim() != 2 else input, weight.t(), None,
+              op, "input", "weight", "bias")
+
+
+# ----------------------------------------------------------------------------------------------
+# Fake (meta) implementations: metadata only; contiguous outputs like the real kernels
+# ----------------------------------------------------------------------------------------------
+@torch.library.register_fake("tk::gemm")
+def _gemm_fake(a, b, *, out_dtype=None):
+    out_t = _check_mm(None, a, b, out_dtype, "tk.gemm", "a", "b", "self")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_t)
+
+
+@torch.library.register_fake("tk::addmm")
+def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1, out_dtype=None):
+    out_t = _check_mm(self, mat1, mat2, out_dtype, "tk.addmm", "mat1", "mat2", "self")
+    return mat1.new_empty((mat1.shape[0], mat2.shape[1]), dtype=out_t)
+
+
+@torch.library.register_fake("tk::linear")
+def _linear_fake(input, weight, bias=None):
+    _check_linear(input, weight, bias)
+    return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Autograd: every backward GEMM is itself a tk op on transposed views (no copies)
+# ----------------------------------------------------------------------------------------------
+def _gemm_setup(ctx, inputs, keyword_only_inputs, output):
+    a, b = inputs
+    ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+
+
+def _gemm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        ga = torch.ops.tk.gemm(grad.to(b.dtype), b.t())
+    if ctx.needs_input_grad[1]:
+        gb = torch.ops.tk.gemm(a.t(), grad.to(a.dtype))
+    return ga, gb
+
+
+torch.library.register_autograd("tk::gemm", _gemm_backward, setup_context=_gemm_setup)
+
+
+def _addmm_setup(ctx, inputs, keyword_only_inputs, output):
+    self, mat1, mat2 = inputs
+    ctx.beta = keyword_only_inputs.get("beta", 1)
+    ctx.alpha = keyword_only_inputs.get("alpha", 1)
+    ctx.self_shape, ctx.self_dtype = self.shape, self.dtype
+    ctx.save_for_backward(mat1 if ctx.needs_input_grad[2] else None, mat2 if ctx.needs_input_grad[1] else None)
+
+
+def _addmm_backward(ctx, grad):
+    mat1, mat2 = ctx.saved_tensors
+    gs = g1 = g2 = None
+    if ctx.needs_input_grad[0]:
+        gs = (grad * ctx.beta).sum_to_size(ctx.self_shape).to(ctx.self_dtype)
+    if ctx.needs_input_grad[1]:
+        g1 = torch.ops.tk.gemm(grad.to(mat2.dtype), mat2.t())
+        g1 = g1 * ctx.alpha if ctx.alpha != 1 else g1
+    if ctx.needs_input_grad[2]:
+        g2 = torch.ops.tk.gemm(mat1.t(), grad.to(mat1.dtype))
+        g2 = g2 * ctx.alpha if ctx.alpha != 1 else g2
+    return gs, g1, g2
+
+
+torch.library.register_autograd("tk::addmm", _addmm_backward, setup_context=_addmm_setup)
+
+
+def _linear_setup(ctx, inputs, output):
+    input, weight, bias = inputs
+    ctx.input_shape = input.shape
+    ctx.bias_dtype = bias.dtype if bias is not None else None
+    ctx.save_for_backward(input if ctx.needs_input_grad[1] else None, weight if ctx.needs_input_grad[0] else None)
+
+
+def _linear_backward(ctx, grad):
+    input, weight = ctx.saved_tensors
+    N = grad.shape[-1]
+    g2d = grad.reshape(-1, N)
+    gi = gw = gb = None
+    if ctx.needs_input_grad[0]:
+        gi = torch.ops.tk.gemm(g2d.to(weight.dtype), weight).reshape(ctx.input_shape)
+    if ctx.needs_input_grad[1]:
+        x2d = input.reshape(-1, input.shape[-1])
+        gw = torch.ops.tk.gemm(g2d.t().to(x2d.dtype), x2d)
+    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+        gb = g2d.sum(0).to(ctx.bias_dtype)
+    return gi, gw, gb
+
+
+torch.library.register_autograd("tk::linear", _linear_backward, setup_context=_linear_setup)
+
+
+# ----------------------------------------------------------------------------------------------
+# Builds without nvcc have no CUDA kernels at all: give CUDA tensors the visible reference path
+# ----------------------------------------------------------------------------------------------
+def _note_py_fallback(reason):
+    global _py_fallback_count
+    _py_fallback_count += 1
+    if reason not in _py_fallback_reasons:
+        _py_fallback_reasons.add(reason)
+        warnings.warn(f"torch_tk: falling back to the reference matmul (slower): {reason}", stacklevel=3)
+
+
+def _reference_addmm(self, a, b, beta, alpha, out_t):
+    acc = torch.float64 if a.dtype == torch.float64 else torch.float32
+    r = torch.mm(a.to(acc), b.to(acc))
+    if alpha != 1:
+        r = r * alpha
+    if self is not None and beta != 0:
+        r = r + beta * self.to(acc)
+    return r.to(out_t).contiguous()
+
+
+if not _C.has_cuda_kernels:
+    _NO_KERNELS = "this build has no CUDA kernels (nvcc was not found when torch_tk was built)"
+    _cuda_lib = torch.library.Library("tk", "IMPL")
+
+    def _gemm_cuda_ref(a, b, *, out_dtype=None):
+        out_t = _check_mm(None, a, b, out_dtype, "tk.gemm", "a", "b", "self")
+        _note_py_fallback(_NO_KERNELS)
+        return _reference_addmm(None, a, b, 0, 1, out_t)
+
+    def _addmm_cuda_ref(self, mat1, mat2, *, beta=1, alpha=1, out_dtype=None):
+        out_t = _check_mm(self, mat1, mat2, out_dtype, "tk.addmm", "mat1", "mat2", "self")
+        _note_py_fallback(_NO_KERNELS)
+        return _reference_addmm(self, mat1, mat2, beta, alpha, out_t)
+
+    def _linear_cuda_ref(input, weight, bias=None):
+        _check_linear(input, weight, bias)
+        _note_py_fallback(_NO_KERNELS)
+        out = _reference_addmm(bias, input.reshape(-1, input.shape[-1]), weight.t(), 1, 1, input.dtype)
+        return out.reshape(*input.shape[:-1], weight.shape[0])
+
+    _cuda_lib.impl("gemm", _gemm_cuda_ref, "CUDA")
+    _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
+    _cuda_lib.impl("linear", _linear_cuda_ref, "CUDA")
