@@ -52,7 +52,7 @@ from torch.utils import cpp_extension  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 csrc = os.path.join(here, "csrc")
-sources = ["csrc/ops.cpp", "csrc/counters.cpp", "csrc/module.cpp"]
+sources = ["csrc/ops.cpp", "csrc/counters.cpp", "csrc/autocast.cpp", "csrc/module.cpp"]
 cxx = ["-O3", "-std=c++20"]  # recent ATen headers require C++20
 define = []
 ext_cls = cpp_extension.CppExtension

@@ -25,7 +25,7 @@ CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.pa
 "$CUOBJ" --dump-sass "$so" > /tmp/tk_sass.txt 2>&1
 hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
 kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
-ptxas=$(grep -A2 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
+ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
 xflag=""; [ "$MODE" = quick ] && xflag="-x"
 python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1

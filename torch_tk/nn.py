@@ -1,10 +1,12 @@
-"""patch_linear / unpatch_linear: run a model's nn.Linear layers on ``torch.ops.tk.linear``.
+"""patch_linear / unpatch_linear: run a model's linear layers on the tk kernels.
 
-Patching swaps the class of each exact ``nn.Linear`` to :class:`TKLinear` (a subclass), so the
-module objects, their Parameter objects, state_dict keys and ``isinstance(m, nn.Linear)`` are
-all unchanged; only ``forward`` differs. Subclasses of nn.Linear are left alone and reported.
+Patching swaps the class of each selected module for a tk subclass of its own class
+(``nn.Linear`` -> :class:`TKLinear`; transformers' GPT-2 ``Conv1D`` -> ``TKConv1D``), so module
+objects, Parameter objects, state_dict keys, optimizer references and ``isinstance`` checks are
+all unchanged; only ``forward`` differs, and nothing is allocated (meta-device models work).
 """
 import logging
+import re
 import weakref
 
 import torch
@@ -21,34 +23,149 @@ class TKLinear(nn.Linear):
         return torch.ops.tk.linear(input, self.weight, self.bias)
 
 
-def patch_linear(model):
-    """Makes every exact ``nn.Linear`` in ``model`` (the root included) run on the tk kernels.
+def _tk_conv1d_forward(self, x):
+    # transformers' Conv1D: y = x @ weight + bias with weight (in_features, out_features).
+    lead = x.shape[:-1]
+    y = torch.ops.tk.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight)
+    return y.view(*lead, y.shape[-1])
 
-    In place and idempotent. Returns ``model``; the report is :func:`patch_report` (model).
+
+_TK_CLASS = {nn.Linear: TKLinear}   # original class -> tk class
+_ORIG_CLASS = {TKLinear: nn.Linear}  # tk class -> original class
+
+
+def _tk_class(cls):
+    """The tk class for an original class, creating TKConv1D on first sight of transformers' Conv1D."""
+    if cls in _TK_CLASS:
+        return _TK_CLASS[cls]
+    if cls.__name__ == "Conv1D" and cls.__module__.startswith("transformers"):
+        tk_cls = type("TKConv1D", (cls,), {"forward": _tk_conv1d_forward, "__module__": __name__})
+        _TK_CLASS[cls], _ORIG_CLASS[tk_cls] = tk_cls, cls
+        return tk_cls
+    return None
+
+
+def _matches(fqn, patterns):
+    """FQN equals a pattern, lies under it as a dotted prefix, or fully matches a 're:' regex."""
+    for p in patterns:
+        if p.startswith("re:"):
+            if re.fullmatch(p[3:], fqn):
+                return True
+        elif fqn == p or fqn.startswith(p + "."):
+            return True
+    return False
+
+
+def _skip_reason(m, fqn, *, tied, output_fqns, include, exclude, filter_fn):
+    if include is not None and not _matches(fqn, include):
+        return "not matched by include"
+    if _matches(fqn, exclude):
+        return "matched by exclude"
+    if fqn in output_fqns:
+        return "output projection (get_output_embeddings); pass skip_lm_head=False to patch it"
+    if id(m.weight) in tied:
+        return "weight tied to another module; pass skip_tied=False to patch it"
+    if "forward" in m.__dict__:
+        return "forward replaced on the instance (converted by another library?)"
+    if not isinstance(m.weight, torch.Tensor) or not m.weight.dtype.is_floating_point:
+        return f"unsupported weight dtype {getattr(m.weight, 'dtype', None)}"
+    if m.weight.device.type not in ("cpu", "cuda", "meta"):
+        return f"unsupported device {m.weight.device}"
+    if filter_fn is not None and not filter_fn(m, fqn):
+        return "rejected by filter_fn"
+    return None
+
+
+def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_head=True, skip_tied=True,
+                 include_subclasses=False, dry_run=False, strict=False):
+    """Makes the linear layers of ``model`` run on ``torch.ops.tk.linear`` (in place, idempotent).
+
+    Args:
+        model: an nn.Module (the root itself may be an nn.Linear). CPU, CUDA or meta device.
+        filter_fn: optional ``(module, fqn) -> bool``; False skips the module.
+        include: optional list of FQN patterns; only matching modules are patched.
+        exclude: list of FQN patterns to skip, added to the default skips. A pattern matches an
+            FQN exactly, as a dotted prefix ("model.layers.0" covers "model.layers.0.mlp.up_proj"),
+            or, prefixed with "re:", as a full regular-expression match -- never as a substring.
+        skip_lm_head: skip ``model.get_output_embeddings()`` where the model has it.
+        skip_tied: skip layers whose weight Parameter is shared with another module.
+        include_subclasses: also patch subclasses of nn.Linear (off: their forward may differ).
+        dry_run: change nothing; the report says what would be patched.
+        strict: raise RuntimeError when nothing was patched.
+    Returns:
+        ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
+        "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
+        ``out_proj`` of nn.MultiheadAttention, whose weight is used by the fused functional).
+    Skipped by default: output projection, tied weights, non-floating weights, unsupported
+    devices, instances whose forward another library replaced, nn.Linear subclasses. GPT-2 style
+    transformers ``Conv1D`` (x @ W + b, W stored in x out) is patched too, onto ``tk.addmm``.
     """
-    report = {"patched": [], "skipped": {}}
-    for fqn, m in model.named_modules():
-        if type(m) is TKLinear:
-            report["patched"].append(fqn)
-        elif type(m) is nn.Linear:
-            m.__class__ = TKLinear
-            report["patched"].append(fqn)
-        elif isinstance(m, nn.Linear):
-            report["skipped"][fqn] = f"subclass {type(m).__name__} of nn.Linear (not patched by default)"
+    exclude = list(exclude or [])
+    include = list(include) if include is not None else None
+    named = list(model.named_modules(remove_duplicate=False))
+    owners = {}
+    for fqn, m in named:
+        for p in m.parameters(recurse=False):
+            owners.setdefault(id(p), set()).add(id(m))
+    tied = {pid for pid, mods in owners.items() if len(mods) > 1} if skip_tied else set()
+    output_fqns = set()
+    if skip_lm_head and hasattr(model, "get_output_embeddings"):
+        try:
+            head = model.get_output_embeddings()
+        except (AttributeError, NotImplementedError):
+            head = None
+        output_fqns = {fqn for fqn, m in named if head is not None and m is head}
+    bypassed = {f"{fqn}.out_proj" if fqn else "out_proj": "nn.MultiheadAttention uses out_proj.weight directly; "
+                "its forward never runs" for fqn, m in named if isinstance(m, nn.MultiheadAttention)}
+
+    report = {"patched": [], "skipped": {}, "bypassed": bypassed}
+    seen = set()
+    for fqn, m in named:
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        cls = type(m)
+        if cls in _ORIG_CLASS:
+            report["patched"].append(fqn)  # already patched: idempotent
+            continue
+        if fqn in bypassed:
+            continue
+        tk_cls = _tk_class(cls)
+        if tk_cls is None and isinstance(m, nn.Linear):
+            if not include_subclasses:
+                report["skipped"][fqn] = f"subclass {cls.__name__} of nn.Linear; pass include_subclasses=True"
+                continue
+            tk_cls = type(f"TK{cls.__name__}", (cls,), {"forward": TKLinear.forward, "__module__": __name__})
+            _TK_CLASS[cls], _ORIG_CLASS[tk_cls] = tk_cls, cls
+        if tk_cls is None:
+            continue
+        why = _skip_reason(m, fqn, tied=tied, output_fqns=output_fqns, include=include, exclude=exclude,
+                           filter_fn=filter_fn)
+        if why is not None:
+            report["skipped"][fqn] = why
+            continue
+        if not dry_run:
+            m.__class__ = tk_cls
+        report["patched"].append(fqn)
+    if strict and not report["patched"]:
+        raise RuntimeError(f"torch_tk.patch_linear(strict=True): nothing was patched; skipped: {report['skipped']}")
+    report["dry_run"] = dry_run
     _reports[model] = report
-    log.info("torch_tk.patch_linear: %d patched, %d skipped", len(report["patched"]), len(report["skipped"]))
+    log.info("torch_tk.patch_linear%s: %d patched, %d skipped, %d bypassed", " (dry run)" if dry_run else "",
+             len(report["patched"]), len(report["skipped"]), len(report["bypassed"]))
     return model
 
 
 def unpatch_linear(model):
-    """Restores stock ``nn.Linear`` on every module :func:`patch_linear` changed. Returns ``model``."""
+    """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``."""
     for _, m in model.named_modules():
-        if type(m) is TKLinear:
-            m.__class__ = nn.Linear
+        orig = _ORIG_CLASS.get(type(m))
+        if orig is not None:
+            m.__class__ = orig
     _reports.pop(model, None)
     return model
 
 
 def patch_report(model):
-    """The last :func:`patch_linear` report for ``model``: {"patched": [fqn], "skipped": {fqn: reason}}."""
-    return _reports.get(model, {"patched": [], "skipped": {}})
+    """The last :func:`patch_linear` report for ``model`` (empty lists/dicts if never patched)."""
+    return _reports.get(model, {"patched": [], "skipped": {}, "bypassed": {}})

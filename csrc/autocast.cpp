@@ -1,0 +1,59 @@
+// Autocast kernels for the tk ops (CUDA and CPU): under torch.autocast the floating inputs are
+// cast to the autocast dtype (bf16/fp16; fp64 is left alone, as for aten matmuls), then the op
+// re-dispatches below autocast -- so a patched fp32 model runs the 16-bit kernel and returns what
+// nn.Linear would. The casts are ordinary differentiable ops: gradients reach the fp32 parameters.
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+namespace tk {
+namespace {
+
+template <c10::DeviceType Dev>
+struct AutocastOps {
+  static constexpr c10::DispatchKey kKey =
+      Dev == c10::DeviceType::CUDA ? c10::DispatchKey::AutocastCUDA : c10::DispatchKey::AutocastCPU;
+
+  static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::gemm", "").typed<decltype(gemm)>();
+    return op.call(at::autocast::cached_cast(dt, a, Dev), at::autocast::cached_cast(dt, b, Dev), out_dtype);
+  }
+
+  static at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                          const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::addmm", "").typed<decltype(addmm)>();
+    // self keeps an fp32 out_dtype's precision; otherwise it joins the 16-bit inputs.
+    const at::Tensor s = out_dtype == at::kFloat ? self : at::autocast::cached_cast(dt, self, Dev);
+    return op.call(s, at::autocast::cached_cast(dt, m1, Dev), at::autocast::cached_cast(dt, m2, Dev), beta, alpha,
+                   out_dtype);
+  }
+
+  static at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::linear", "").typed<decltype(linear)>();
+    return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, weight, Dev),
+                   at::autocast::cached_cast(dt, bias, Dev));
+  }
+};
+
+}  // namespace
+}  // namespace tk
+
+TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
+  using O = tk::AutocastOps<c10::DeviceType::CUDA>;
+  m.impl("gemm", &O::gemm);
+  m.impl("addmm", &O::addmm);
+  m.impl("linear", &O::linear);
+}
+
+TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
+  using O = tk::AutocastOps<c10::DeviceType::CPU>;
+  m.impl("gemm", &O::gemm);
+  m.impl("addmm", &O::addmm);
+  m.impl("linear", &O::linear);
+}
