@@ -53,7 +53,22 @@ from torch.utils import cpp_extension  # noqa: E402
 here = os.path.dirname(os.path.abspath(__file__))
 csrc = os.path.join(here, "csrc")
 sources = ["csrc/ops.cpp", "csrc/counters.cpp", "csrc/autocast.cpp", "csrc/module.cpp"]
-cxx = ["-O3", "-std=c++20"]  # recent ATen headers require C++20
+
+
+def _cxx_std():
+    """The C++ standard the installed torch headers were written for: recent ATen refuses to
+    compile below C++20; older torch (2.11 on the GPU machines) is built as C++17, and mixing
+    standards there broke c10's error formatting (segfaults on messages with integers)."""
+    aten = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ATen.h")
+    try:
+        needs20 = "C++20 or later" in open(aten).read()
+    except OSError:
+        needs20 = False
+    return "-std=c++20" if needs20 else "-std=c++17"
+
+
+cxx_std = _cxx_std()
+cxx = ["-O3", cxx_std]
 define = []
 ext_cls = cpp_extension.CppExtension
 nvcc_flags = []
@@ -67,7 +82,7 @@ if cuda_home:
     arch = ["-gencode=arch=compute_90a,code=sm_90a"]
     if os.environ.get("TORCH_CUDA_ARCH_LIST"):
         arch += [f for f in cpp_extension._get_cuda_arch_flags() if "compute_90a" not in f]
-    nvcc_flags = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-Xptxas=-v"] + arch
+    nvcc_flags = ["-O3", cxx_std, "--expt-relaxed-constexpr", "-Xptxas=-v"] + arch
     print(f"torch_tk: building the Hopper kernels with CUDA_HOME={cuda_home}")
 else:
     print("torch_tk: no CUDA toolkit (nvcc) or CPU-only torch: building the CPU reference only")

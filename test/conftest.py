@@ -43,17 +43,17 @@ def _seed_per_test(request):
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """||out - ref|| / ||ref|| computed in float64 on the CPU. NaN/Inf in out -> inf.
+    """||out - ref|| / ||ref|| computed in float64 (on ref's device). NaN/Inf in out -> inf.
 
     If ref is all zeros the absolute norm of out is returned instead.
     """
-    o = out.detach().to(device="cpu", dtype=torch.float64)
-    r = ref.detach().to(device="cpu", dtype=torch.float64)
+    r = ref.detach().to(dtype=torch.float64)
+    o = out.detach().to(device=r.device, dtype=torch.float64)
     assert o.shape == r.shape, f"shape mismatch: {tuple(o.shape)} vs {tuple(r.shape)}"
-    if not torch.isfinite(o).all():
-        return float("inf")
     if o.numel() == 0:
         return 0.0
+    if not bool(torch.isfinite(o).all()):
+        return float("inf")
     rn = torch.linalg.vector_norm(r).item()
     dn = torch.linalg.vector_norm(o - r).item()
     if rn == 0.0:
@@ -134,3 +134,18 @@ def counters():
 
 def counter_delta(before, after):
     return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
+
+
+def sample_id(name, args, kwargs=None):
+    """A readable pytest id for an (op, args, kwargs) sample."""
+    parts = [name]
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            dt = str(a.dtype).replace("torch.", "").replace("bfloat16", "bf16").replace("float", "f")
+            lay = "" if a.is_contiguous() else "s" + ",".join(map(str, a.stride()))
+            parts.append(f"{dt}[{','.join(map(str, a.shape))}]{lay}")
+        else:
+            parts.append(str(a))
+    for k, v in (kwargs or {}).items():
+        parts.append(f"{k}={str(v).replace('torch.', '')}")
+    return "-".join(parts)

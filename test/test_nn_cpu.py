@@ -233,6 +233,26 @@ def _tiny_llama():
     return model
 
 
+def _check_llama_report(model, fqns):
+    """Every exact nn.Linear is accounted for: patched, or skipped with a reason. The decoder
+    layers' projections are always patched; the output projection (lm_head) may be skipped
+    by default (it then must be listed with a reason)."""
+    rep = torch_tk.patch_report(model)
+    patched, skipped = set(rep["patched"]), rep["skipped"]
+    assert patched.isdisjoint(skipped)
+    assert patched | set(skipped) >= set(fqns), f"unaccounted: {set(fqns) - patched - set(skipped)}"
+    for n in fqns:
+        if n != "lm_head":
+            assert n in patched, f"{n} not patched: {skipped.get(n)}"
+    for n, why in skipped.items():
+        assert isinstance(why, str) and why, n
+    for n in fqns:
+        m = model.get_submodule(n)
+        assert isinstance(m, nn.Linear)
+        assert (type(m) is torch_tk.nn.TKLinear) == (n in patched), n
+    return sorted(patched)
+
+
 def test_llama_patch_forward_backward():
     model = _tiny_llama()
     ids = torch.randint(0, 128, (2, 12))
@@ -248,25 +268,22 @@ def test_llama_patch_forward_backward():
     model.zero_grad(set_to_none=True)
 
     assert torch_tk.patch_linear(model) is model
-    rep = torch_tk.patch_report(model)
-    assert sorted(rep["patched"]) == sorted(fqns)
-    for n in fqns:
-        m = model.get_submodule(n)
-        assert type(m) is torch_tk.nn.TKLinear and isinstance(m, nn.Linear), n
+    patched = _check_llama_report(model, fqns)
+    assert len(patched) >= 14
     assert _param_ids(model) == param_ids
     assert list(model.state_dict().keys()) == keys
 
     before = counters()
     with torch.no_grad():
         logits = model(input_ids=ids).logits
-    assert counter_delta(before, counters())["cpu"] == len(fqns), "every Linear forward must run tk.linear"
+    assert counter_delta(before, counters())["cpu"] == len(patched), "every patched Linear must run tk.linear"
     assert_close_rel(logits, ref_logits, 2e-5, "llama logits")
 
     out = model(input_ids=ids, labels=ids)
     assert_close_rel(out.loss, out_ref.loss, 1e-5, "llama loss")
     before = counters()
     out.loss.backward()
-    assert counter_delta(before, counters())["cpu"] >= len(fqns), "backward must run tk ops"
+    assert counter_delta(before, counters())["cpu"] >= len(patched), "backward must run tk ops"
     assert set(n for n, p in model.named_parameters() if p.grad is not None) == set(ref_grads)
     for n, p in model.named_parameters():
         if n in ref_grads:
@@ -283,20 +300,43 @@ def test_llama_patch_forward_backward():
     assert_close_rel(logits2, ref_logits, 1e-6)
 
 
+def test_llama_patch_all_including_lm_head():
+    """With the output projection included (patch_linear(..., skip_lm_head=False) where the
+    option exists), all 15 Linear layers run on tk.linear."""
+    import inspect
+
+    if "skip_lm_head" not in inspect.signature(torch_tk.patch_linear).parameters:
+        pytest.skip("patch_linear has no skip_lm_head option (lm_head is patched by default)")
+    model = _tiny_llama()
+    ids = torch.randint(0, 128, (1, 10))
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits
+    torch_tk.patch_linear(model, skip_lm_head=False)
+    fqns = _linear_fqns(model, exact=False)
+    assert sorted(torch_tk.patch_report(model)["patched"]) == sorted(fqns)
+    before = counters()
+    with torch.no_grad():
+        out = model(input_ids=ids).logits
+    assert counter_delta(before, counters())["cpu"] == 15
+    assert_close_rel(out, ref, 2e-5)
+
+
 def test_llama_patch_twice_noop_and_bf16():
     model = _tiny_llama()
     ids = torch.randint(0, 128, (1, 9))
     with torch.no_grad():
         ref = model(input_ids=ids).logits.double()
+    fqns = _linear_fqns(model)
     torch_tk.patch_linear(model)
+    patched1 = _check_llama_report(model, fqns)
     torch_tk.patch_linear(model)
-    n_lin = len(_linear_fqns(model, exact=False))
-    assert all(type(m) is not nn.Linear for m in model.modules() if isinstance(m, nn.Linear))
+    patched2 = _check_llama_report(model, fqns)
+    assert patched1 == patched2
     model.to(torch.bfloat16)
     before = counters()
     with torch.no_grad():
         out = model(input_ids=ids).logits
-    assert counter_delta(before, counters())["cpu"] == n_lin
+    assert counter_delta(before, counters())["cpu"] == len(patched2)
     assert out.dtype == torch.bfloat16
     # bf16 through a 2-layer model: loose, but catches garbage
     assert_close_rel(out, ref, 5e-2, "bf16 llama logits")

@@ -24,6 +24,7 @@ from conftest import (
     ref_linear,
     ref_mm,
     rel_err,
+    sample_id,
 )
 
 OPS = {
@@ -366,7 +367,7 @@ def test_linear_matches_F_linear(dtype):
     assert_close_rel(out, ref, CPU_TOL[dtype])
 
 
-@pytest.mark.parametrize("shape", [(0, 8), (2, 0, 8), (3, 0)], ids=str)
+@pytest.mark.parametrize("shape", [(0, 8), (2, 0, 8), (3, 0), (2, 3, 0), (0,)], ids=str)
 def test_linear_empty(shape):
     K = shape[-1]
     x = torch.randn(shape)
@@ -424,10 +425,11 @@ def _opcheck_samples():
     return S
 
 
-_SAMPLES = _opcheck_samples  # built lazily inside the test (seeded per test)
+_SAMPLES = _opcheck_samples  # rebuilt inside each test (fresh data, seeded per test)
+_OPCHECK_IDS = [sample_id(*s) for s in _opcheck_samples()]
 
 
-@pytest.mark.parametrize("idx", range(len(_opcheck_samples())))
+@pytest.mark.parametrize("idx", range(len(_OPCHECK_IDS)), ids=_OPCHECK_IDS)
 def test_opcheck(idx):
     name, args, kwargs = _SAMPLES()[idx]
     torch.library.opcheck(OPS[name], args, kwargs)
@@ -614,7 +616,7 @@ def test_no_grad_inputs_give_no_grad_fn():
 
 
 def _r(*shape, dtype=torch.float32, dev="cpu"):
-    return torch.randn(*shape, dtype=torch.float32).to(dtype=dtype, device=dev)
+    return torch.randn(shape, dtype=torch.float32).to(dtype=dtype, device=dev)
 
 
 ERROR_CASES = {

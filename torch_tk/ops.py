@@ -118,8 +118,10 @@ def _check_linear(input, weight, bias):
     torch._check_value(input.shape[-1] == weight.shape[1], lambda: f"{op}: `input` has {input.shape[-1]} features in its last dimension but `weight` expects {weight.shape[1]}")
     if bias is not None:
         torch._check_value(bias.dim() == 1 and bias.shape[0] == weight.shape[0], lambda: f"{op}: `bias` must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
-    _check_mm(bias, input.reshape(-1, input.shape[-1]) if input.dim() != 2 else input, weight.t(), None,
-              op, "input", "weight", "bias")
+    M = 1
+    for d in input.shape[:-1]:  # explicit: reshape(-1, 0) is ambiguous for zero-size inputs
+        M = M * d
+    _check_mm(bias, input.reshape(M, input.shape[-1]), weight.t(), None, op, "input", "weight", "bias")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // CUDA dispatch of the tk ops: decides whether the Hopper kernel can take a call, describes the
 // operands for it (row- or column-major read natively, anything else copied to an aligned
 // row-major buffer), and launches on the current stream. Other cases fall back visibly.
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -76,6 +77,15 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     return false;
   }
   c10::cuda::CUDAGuard guard(a.device());
+  // The TMA descriptors are encoded through the driver API, which needs a current context; a
+  // thread whose first CUDA work is this call (autograd's backward thread) has none until a
+  // runtime call makes the primary context current. CUDAGuard skips cudaSetDevice when the
+  // device already matches, so do it here once per thread and device.
+  thread_local int context_ready_for = -1;
+  if (context_ready_for != a.get_device()) {
+    C10_CUDA_CHECK(cudaSetDevice(a.get_device()));
+    context_ready_for = a.get_device();
+  }
   const Operand A = describe(a), B = describe(b);
   hopper::GemmArgs g{};
   g.a = A.keep.data_ptr();

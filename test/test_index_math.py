@@ -1,0 +1,413 @@
+"""Host tests of the Hopper kernel's index math exported by torch_tk._C.
+
+Where possible the checks are independent of the formulas in the implementation:
+bijection / contiguity properties, CuTe's Swizzle<3,4,3> and canonical GMMA layouts
+evaluated by a small generic layout evaluator, the GmmaDescriptor bitfield layout
+encoded through ctypes, the PTX accumulator fragment figure, and Triton-style
+grouped rasterisation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torch_tk import _C
+
+ATOM = 1024  # bytes: 8 rows x 128 B, the SWIZZLE_128B repeat unit
+
+
+# ============================================================================ independent models
+
+
+def cute_swizzle(addr: int, B: int = 3, M: int = 4, S: int = 3) -> int:
+    """CuTe Swizzle<B,M,S>: xor bits [M, M+B) with bits [M+S, M+S+B)."""
+    yyy_mask = ((1 << B) - 1) << (M + S)
+    return addr ^ ((addr & yyy_mask) >> S)
+
+
+def tma_swizzle128(row: int, byte: int) -> int:
+    """SWIZZLE_128B as described for TMA: in a 1024-B aligned region of 128-B rows, the
+    16-B chunk index within a row is xor-ed with (row % 8)."""
+    chunk, within = divmod(byte, 16)
+    return row * 128 + ((chunk ^ (row % 8)) * 16) + within
+
+
+def _flatten(shape, stride):
+    """Flatten nested (shape, stride) into lists of leaf modes, colexicographic."""
+    if isinstance(shape, int):
+        return [shape], [stride]
+    shp, std = [], []
+    for s, d in zip(shape, stride):
+        a, b = _flatten(s, d)
+        shp += a
+        std += b
+    return shp, std
+
+
+def layout_eval(shape, stride, coord):
+    """Evaluate a CuTe layout at a coordinate given per top-level mode as a 1-D index
+    (each mode's index is decomposed colexicographically over its sub-shape)."""
+    off = 0
+    for s, d, c in zip(shape, stride, coord):
+        shp, std = _flatten(s, d)
+        size = 1
+        for x in shp:
+            size *= x
+        assert 0 <= c < size, (c, size)
+        for x, y in zip(shp, std):
+            off += (c % x) * y
+            c //= x
+    return off
+
+
+def gmma_kmajor_sw128_addr(mn, k, eb, sbo_bytes=1024, m_groups=32, start=0):
+    """Canonical K-major SW128 layout ((8,m),(T,2k)):((8T,SBO),(1,T)) in elements,
+    T = 16/eb, composed with Swizzle<3,4,3> on byte addresses (start must keep the
+    1024-B alignment of the swizzle pattern)."""
+    T = 16 // eb
+    sbo = sbo_bytes // eb
+    shape = ((8, m_groups), (T, 128 // 16))  # 8 chunks of 16 B across the 128-B row
+    stride = ((8 * T, sbo), (1, T))
+    lin = layout_eval(shape, stride, (mn, k)) * eb
+    return cute_swizzle(start + lin)
+
+
+def gmma_mnmajor_sw128_addr(mn, k, eb, lbo_bytes=8192, sbo_bytes=1024, m_groups=4, k_groups=8, start=0):
+    """Canonical MN-major SW128 layout ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) in elements,
+    composed with Swizzle<3,4,3> on byte addresses."""
+    T = 16 // eb
+    lbo, sbo = lbo_bytes // eb, sbo_bytes // eb
+    shape = ((T, 8, m_groups), (8, k_groups))
+    stride = ((1, T, lbo), (8 * T, sbo))
+    lin = layout_eval(shape, stride, (mn, k)) * eb
+    return cute_swizzle(start + lin)
+
+
+class _GmmaDescBits(ctypes.LittleEndianStructure):
+    """cute::GmmaDescriptor bitfields (mma_sm90_desc.hpp)."""
+
+    _pack_ = 1
+    _fields_ = [
+        ("start_address", ctypes.c_uint16, 14),
+        ("_r0", ctypes.c_uint16, 2),
+        ("leading_byte_offset", ctypes.c_uint16, 14),
+        ("_r1", ctypes.c_uint16, 2),
+        ("stride_byte_offset", ctypes.c_uint16, 14),
+        ("_r2", ctypes.c_uint16, 2),
+        ("_r3", ctypes.c_uint8, 1),
+        ("base_offset", ctypes.c_uint8, 3),
+        ("_r4", ctypes.c_uint8, 4),
+        ("_r5", ctypes.c_uint8, 6),
+        ("layout_type", ctypes.c_uint8, 2),
+    ]
+
+
+def cute_desc(addr, lbo, sbo, layout_type=1):
+    assert ctypes.sizeof(_GmmaDescBits) == 8
+    d = _GmmaDescBits()
+    d.start_address = (addr & 0x3FFFF) >> 4
+    d.leading_byte_offset = lbo >> 4
+    d.stride_byte_offset = sbo >> 4
+    d.base_offset = 0
+    d.layout_type = layout_type  # SW128 = 1
+    return int.from_bytes(bytes(d), "little")
+
+
+def ptx_acc_fragment(n):
+    """The PTX ISA figure 'WGMMA .m64nNk16 register fragment layout for accumulator
+    matrix D', written out: {(thread, reg) -> (row, col)} for a 64 x n tile."""
+    frag = {}
+    for warp in range(4):
+        for lane in range(32):
+            t = warp * 32 + lane
+            group, tig = lane // 4, lane % 4  # groupID, threadID_in_group
+            for i in range(n // 8):  # one 8-column group: 4 registers d[4i..4i+3]
+                for j in range(4):
+                    row = 16 * warp + group + (8 if j >= 2 else 0)
+                    col = 8 * i + 2 * tig + (j % 2)
+                    frag[(t, 4 * i + j)] = (row, col)
+    return frag
+
+
+def grouped_raster_ref(pid, tiles_m, tiles_n, group_m):
+    """Triton-tutorial grouped ordering: bands of group_m row-tiles; inside a band the
+    row index moves fastest, then the column."""
+    in_group = group_m * tiles_n
+    group_id = pid // in_group
+    first_m = group_id * group_m
+    size_m = min(tiles_m - first_m, group_m)
+    r = pid % in_group
+    return first_m + r % size_m, r // size_m
+
+
+# sanity of the independent models themselves (they must agree with each other)
+def test_models_agree_swizzle():
+    for row in range(32):
+        for byte in range(128):
+            assert cute_swizzle(row * 128 + byte) == tma_swizzle128(row, byte)
+
+
+def test_model_desc_layout():
+    d = cute_desc(0x1230, 0x2000, 0x400)
+    assert d >> 62 == 1
+    assert d & 0x3FFF == 0x123
+    assert (d >> 16) & 0x3FFF == 0x200
+    assert (d >> 32) & 0x3FFF == 0x40
+
+
+# ============================================================================ swizzle128_offset
+
+
+def test_swizzle_bijection_per_atom_and_chunks_contiguous():
+    for atom in range(4):
+        offs = set()
+        for r in range(8):
+            row = 8 * atom + r
+            for c in range(8):
+                base = _C.swizzle128_offset(row, 16 * c)
+                # a 16-byte chunk stays contiguous and 16-B aligned
+                assert base % 16 == 0
+                for w in range(16):
+                    assert _C.swizzle128_offset(row, 16 * c + w) == base + w
+            for byte in range(128):
+                o = _C.swizzle128_offset(row, byte)
+                # the 128 bytes of a row stay in that row's 128-B line
+                assert row * 128 <= o < row * 128 + 128
+                offs.add(o)
+        assert offs == set(range(atom * ATOM, (atom + 1) * ATOM)), "not a bijection onto the 1024-B atom"
+
+
+def test_swizzle_row0_identity_and_periodic():
+    for byte in range(128):
+        assert _C.swizzle128_offset(0, byte) == byte
+    for row in range(8):
+        for byte in range(0, 128, 7):
+            assert _C.swizzle128_offset(row + 8, byte) == _C.swizzle128_offset(row, byte) + ATOM
+
+
+def test_swizzle_columns_conflict_free():
+    """The point of the swizzle: the same 16-B column of 8 consecutive rows lands in 8
+    distinct 16-B bank groups (conflict-free ldmatrix/wgmma reads)."""
+    for c in range(8):
+        groups = {(_C.swizzle128_offset(r, 16 * c) % 128) // 16 for r in range(8)}
+        assert len(groups) == 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4095), st.integers(0, 127))
+def test_swizzle_matches_cute_and_tma(row, byte):
+    o = _C.swizzle128_offset(row, byte)
+    assert o == cute_swizzle(row * 128 + byte)
+    assert o == tma_swizzle128(row, byte)
+
+
+# ============================================================================ kmajor_offset
+
+
+@pytest.mark.parametrize("rows", [64, 128, 256])
+def test_kmajor_bijection_bf16(rows):
+    eb = 2
+    tile = rows * 128
+    seen = set()
+    for mn in range(rows):
+        for k in range(64):
+            o = _C.kmajor_offset(mn, k, eb)
+            assert o % eb == 0
+            for byte in range(eb):
+                seen.add(o + byte)
+    assert len(seen) == tile and seen == set(range(tile))
+
+
+@pytest.mark.parametrize("eb", [1, 2, 4])
+def test_kmajor_is_swizzled_row(eb):
+    for mn in range(0, 130, 3):
+        for k in range(128 // eb):
+            assert _C.kmajor_offset(mn, k, eb) == _C.swizzle128_offset(mn, k * eb)
+
+
+@pytest.mark.parametrize("eb", [2])
+def test_kmajor_matches_canonical_gmma_layout(eb):
+    for mn in range(256):
+        for k in range(128 // eb):
+            assert _C.kmajor_offset(mn, k, eb) == gmma_kmajor_sw128_addr(mn, k, eb, sbo_bytes=1024)
+
+
+def test_kmajor_k16_slices_match_descriptor_advance():
+    """wgmma k16 slice j of a 64-wide bf16 K-major tile is addressed by advancing the
+    descriptor start by 32*j bytes; the hardware swizzles the absolute address."""
+    eb = 2
+    for j in range(4):
+        for mn in range(0, 128, 5):
+            for kk in range(16):
+                want = _C.kmajor_offset(mn, 16 * j + kk, eb)
+                T = 16 // eb
+                lin = layout_eval(((8, 16), (T, 2)), ((8 * T, 1024 // eb), (1, T)), (mn, kk)) * eb
+                assert want == cute_swizzle(32 * j + lin)
+
+
+# ============================================================================ mnmajor_offset
+
+
+@pytest.mark.parametrize("mn_size", [64, 128, 256])
+def test_mnmajor_bijection_bf16(mn_size):
+    eb = 2
+    tile = mn_size * 64 * eb
+    seen = set()
+    for mn in range(mn_size):
+        for k in range(64):
+            o = _C.mnmajor_offset(mn, k, eb)
+            assert o % eb == 0
+            for byte in range(eb):
+                seen.add(o + byte)
+    assert seen == set(range(tile))
+
+
+def test_mnmajor_chunks_and_definition_properties():
+    eb = 2
+    for mn in range(0, 256, 3):
+        for k in range(64):
+            o = _C.mnmajor_offset(mn, k, eb)
+            # chunk of 64 mn x 64 k = 8192 B
+            assert o // 8192 == mn // 64
+            # row k of the chunk holds 64 consecutive mn (128 B)
+            assert (o % 8192) // 128 == k
+            assert o == (mn // 64) * 8192 + _C.swizzle128_offset(k, (mn % 64) * eb)
+    # 8 consecutive mn (16 B) stay contiguous
+    for k in range(8):
+        for mn0 in range(0, 128, 8):
+            base = _C.mnmajor_offset(mn0, k, eb)
+            assert [_C.mnmajor_offset(mn0 + i, k, eb) for i in range(8)] == [base + 2 * i for i in range(8)]
+
+
+def test_mnmajor_matches_canonical_gmma_layout():
+    eb = 2
+    for mn in range(256):
+        for k in range(64):
+            assert _C.mnmajor_offset(mn, k, eb) == gmma_mnmajor_sw128_addr(
+                mn, k, eb, lbo_bytes=8192, sbo_bytes=1024
+            ), (mn, k)
+
+
+def test_mnmajor_k16_slices_match_descriptor_advance():
+    """k16 slice j starts 16 rows of 128 B = 2048*j bytes into the chunk."""
+    eb = 2
+    for j in range(4):
+        for mn in range(0, 256, 7):
+            for kk in range(16):
+                want = _C.mnmajor_offset(mn, 16 * j + kk, eb)
+                got = gmma_mnmajor_sw128_addr(mn, kk, eb, lbo_bytes=8192, sbo_bytes=1024, k_groups=2,
+                                              start=2048 * j)
+                assert want == got
+
+
+# ============================================================================ wgmma_desc
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, (1 << 32) - 1).map(lambda x: x & ~0xF),
+    st.integers(0, (1 << 14) - 1).map(lambda x: x << 4),
+    st.integers(0, (1 << 14) - 1).map(lambda x: x << 4),
+)
+def test_wgmma_desc_matches_cute_bitfields(addr, lbo, sbo):
+    d = _C.wgmma_desc(addr, lbo, sbo)
+    assert isinstance(d, int)
+    d &= (1 << 64) - 1  # accept a signed int64 view as well
+    assert d == cute_desc(addr, lbo, sbo)
+    assert (d & 0x3FFF) == (addr & 0x3FFFF) >> 4
+    assert (d >> 16) & 0x3FFF == lbo >> 4
+    assert (d >> 32) & 0x3FFF == sbo >> 4
+    assert (d >> 62) == 1  # SWIZZLE_128B
+    reserved = (0x3 << 14) | (0x3 << 30) | (((1 << 16) - 1) << 46)
+    assert d & reserved == 0, f"reserved/base_offset bits set: {d & reserved:#x}"
+
+
+def test_wgmma_desc_typical_values():
+    # smem address 0x400 (a 1024-aligned tile), LBO 8192 (MN-major chunk), SBO 1024
+    d = _C.wgmma_desc(0x400, 8192, 1024) & ((1 << 64) - 1)
+    assert d == (1 << 62) | (64 << 32) | (512 << 16) | 64
+    # high address bits (shared window of a generic address) are masked away
+    assert (_C.wgmma_desc(0x7F000000 | 0x2400, 16, 1024) & 0x3FFF) == 0x2400 >> 4
+
+
+# ============================================================================ wgmma_acc_coord
+
+
+@pytest.mark.parametrize("n", [8, 16, 64, 128, 256])
+def test_acc_coord_covers_tile_once(n):
+    regs = n // 2
+    seen = {}
+    for t in range(128):
+        for r in range(regs):
+            rc = tuple(_C.wgmma_acc_coord(t, r))
+            assert len(rc) == 2
+            row, col = rc
+            assert 0 <= row < 64 and 0 <= col < n, (t, r, rc)
+            assert rc not in seen, f"{rc} owned by {seen[rc]} and {(t, r)}"
+            seen[rc] = (t, r)
+    assert len(seen) == 64 * n
+
+
+def test_acc_coord_matches_ptx_figure():
+    frag = ptx_acc_fragment(256)
+    for (t, r), rc in frag.items():
+        assert tuple(_C.wgmma_acc_coord(t, r)) == rc, (t, r)
+
+
+def test_acc_coord_structure():
+    for t in range(128):
+        warp = t // 32
+        rows = {_C.wgmma_acc_coord(t, r)[0] for r in range(64)}
+        # each warp owns 16 rows; a thread holds exactly 2 rows, 8 apart
+        assert all(16 * warp <= x < 16 * warp + 16 for x in rows)
+        assert len(rows) == 2 and max(rows) - min(rows) == 8
+        for g in range(16):  # per 8-column group: 2 rows x 2 adjacent columns
+            cells = [tuple(_C.wgmma_acc_coord(t, 4 * g + j)) for j in range(4)]
+            cols = sorted({c for _, c in cells})
+            assert len(cols) == 2 and cols[1] == cols[0] + 1 and cols[0] % 2 == 0
+            assert all(8 * g <= c < 8 * g + 8 for c in cols)
+            assert len({r for r, _ in cells}) == 2
+            # register pairs (2i, 2i+1) are adjacent columns of one row (float2 stores)
+            assert cells[0][0] == cells[1][0] and cells[1][1] == cells[0][1] + 1
+            assert cells[2][0] == cells[3][0] == cells[0][0] + 8
+
+
+# ============================================================================ grouped_tile
+
+
+@pytest.mark.parametrize(
+    "tiles_m,tiles_n,group_m",
+    [(1, 1, 1), (1, 7, 8), (7, 1, 8), (8, 8, 8), (13, 5, 8), (16, 3, 4), (5, 9, 1), (65, 33, 8), (3, 4, 16)],
+)
+def test_grouped_tile_bijection_and_reference(tiles_m, tiles_n, group_m):
+    seen = set()
+    for pid in range(tiles_m * tiles_n):
+        tm, tn = tuple(_C.grouped_tile(pid, tiles_m, tiles_n, group_m))
+        assert 0 <= tm < tiles_m and 0 <= tn < tiles_n
+        assert (tm, tn) == grouped_raster_ref(pid, tiles_m, tiles_n, group_m), pid
+        seen.add((tm, tn))
+    assert len(seen) == tiles_m * tiles_n
+
+
+def test_grouped_tile_walks_band_rows_first():
+    tiles_m, tiles_n, g = 10, 6, 4
+    order = [tuple(_C.grouped_tile(p, tiles_m, tiles_n, g)) for p in range(tiles_m * tiles_n)]
+    # first band: rows 0..3 of column 0, then rows 0..3 of column 1, ...
+    assert order[:8] == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1), (2, 1), (3, 1)]
+    # band 0 occupies exactly the first g * tiles_n block ids
+    assert {m for m, _ in order[: g * tiles_n]} == set(range(g))
+    # the last band is short (rows 8, 9)
+    assert order[2 * g * tiles_n: 2 * g * tiles_n + 4] == [(8, 0), (9, 0), (8, 1), (9, 1)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 16))
+def test_grouped_tile_property(tiles_m, tiles_n, group_m):
+    got = [tuple(_C.grouped_tile(p, tiles_m, tiles_n, group_m)) for p in range(tiles_m * tiles_n)]
+    assert sorted(got) == list(itertools.product(range(tiles_m), range(tiles_n)))
+    assert got == [grouped_raster_ref(p, tiles_m, tiles_n, group_m) for p in range(tiles_m * tiles_n)]
