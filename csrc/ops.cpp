@@ -9,6 +9,16 @@
 namespace tk {
 namespace {
 
+// Numbers in error messages go through std::to_string, never an ostream: on the GPU image
+// (Python's LDSHARED links with -Wl,-Bsymbolic-functions) the extension's own copies of
+// libstdc++'s numeric ostream inserters crash on the locale facets (seen with torch 2.11).
+std::string num(int64_t v) { return std::to_string(v); }
+std::string shape(at::IntArrayRef s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
 bool is_supported_dtype(at::ScalarType t) {
   return t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble;
 }
@@ -22,8 +32,8 @@ at::ScalarType resolve_out_dtype(at::ScalarType in, std::optional<at::ScalarType
 }
 
 void check_matrix(const at::Tensor& t, const char* op, const char* name) {
-  TORCH_CHECK_VALUE(t.dim() == 2, op, ": `", name, "` must be a 2-D tensor, got ", t.dim(), "-D of shape ",
-                    t.sizes());
+  TORCH_CHECK_VALUE(t.dim() == 2, op, ": `", name, "` must be a 2-D tensor, got ", num(t.dim()), "-D of shape ",
+                    shape(t.sizes()));
   TORCH_CHECK_TYPE(is_supported_dtype(t.scalar_type()), op, ": `", name, "` has dtype ", t.scalar_type(),
                    "; supported: bfloat16, float16, float32, float64");
 }
@@ -48,8 +58,8 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
                    "` must have the same dtype, got ", a.scalar_type(), " and ", b.scalar_type());
   TORCH_CHECK_VALUE(a.device() == b.device(), n.op, ": `", n.a, "` and `", n.b,
                     "` must be on the same device, got ", a.device(), " and ", b.device());
-  TORCH_CHECK_VALUE(a.size(1) == b.size(0), n.op, ": `", n.a, "` (", a.size(0), "x", a.size(1), ") and `", n.b,
-                    "` (", b.size(0), "x", b.size(1), ") cannot be multiplied: inner dimensions differ");
+  TORCH_CHECK_VALUE(a.size(1) == b.size(0), n.op, ": `", n.a, "` (", num(a.size(0)), "x", num(a.size(1)), ") and `", n.b,
+                    "` (", num(b.size(0)), "x", num(b.size(1)), ") cannot be multiplied: inner dimensions differ");
   const auto out_t = resolve_out_dtype(a.scalar_type(), out_dtype, n.op);
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   const double alpha = alpha_s.toDouble(), beta = beta_s.toDouble();
@@ -64,7 +74,7 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
                       "` is on ", a.device());
     const bool bcast = s.dim() <= 2 && (s.dim() < 1 || s.size(-1) == 1 || s.size(-1) == N) &&
                        (s.dim() < 2 || s.size(0) == 1 || s.size(0) == M);
-    TORCH_CHECK_VALUE(bcast, n.op, ": `", n.self, "` of shape ", s.sizes(), " cannot be broadcast to (", M, ", ", N,
+    TORCH_CHECK_VALUE(bcast, n.op, ": `", n.self, "` of shape ", shape(s.sizes()), " cannot be broadcast to (", num(M), ", ", num(N),
                       ")");
     if (beta != 0.0) c = s.to(out_t).expand({M, N});  // beta == 0: self is ignored, as in torch.addmm
   }
@@ -87,12 +97,12 @@ at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const 
   static const ArgNames names{"tk.linear", "input", "weight", "bias"};
   TORCH_CHECK_VALUE(input.dim() >= 1, "tk.linear: `input` must have at least 1 dimension, got a 0-D tensor");
   TORCH_CHECK_VALUE(weight.dim() == 2, "tk.linear: `weight` must be a 2-D (out_features, in_features) tensor, got ",
-                    weight.dim(), "-D of shape ", weight.sizes());
-  TORCH_CHECK_VALUE(input.size(-1) == weight.size(1), "tk.linear: `input` has ", input.size(-1),
-                    " features in its last dimension but `weight` expects ", weight.size(1));
+                    num(weight.dim()), "-D of shape ", shape(weight.sizes()));
+  TORCH_CHECK_VALUE(input.size(-1) == weight.size(1), "tk.linear: `input` has ", num(input.size(-1)),
+                    " features in its last dimension but `weight` expects ", num(weight.size(1)));
   if (bias.has_value()) {
     TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == weight.size(0), "tk.linear: `bias` must have shape (",
-                      weight.size(0), ",), got ", bias->sizes());
+                      num(weight.size(0)), ",), got ", shape(bias->sizes()));
   }
   const int64_t K = input.size(-1);
   int64_t M = 1;  // explicit, so zero-size inputs reshape without a -1
