@@ -51,7 +51,7 @@ void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
 
 at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
                       const at::Scalar& beta_s, const at::Scalar& alpha_s, std::optional<at::ScalarType> out_dtype,
-                      const ArgNames& n, MatmulBackend backend) {
+                      const ArgNames& n, MatmulBackend backend, at::IntArrayRef out_shape) {
   check_matrix(a, n.op, n.a);
   check_matrix(b, n.op, n.b);
   TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), n.op, ": `", n.a, "` and `", n.b,
@@ -79,17 +79,21 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
     if (beta != 0.0) c = s.to(out_t).expand({M, N});  // beta == 0: self is ignored, as in torch.addmm
   }
 
-  at::Tensor out = at::empty({M, N}, a.options().dtype(out_t));
-  if (M == 0 || N == 0) return out;
+  // The result is allocated in its final shape (linear's leading dims) and returned as such, not
+  // as a view; the kernels fill its (M, N) row-major view.
+  at::Tensor result = at::empty(out_shape.empty() ? at::IntArrayRef({M, N}) : out_shape, a.options().dtype(out_t));
+  at::Tensor out = result.view({M, N});
+  if (M == 0 || N == 0) return result;
   if (K == 0) {
     out.zero_();
     if (c.has_value()) out.add_(*c, beta);
-    return out;
+    return result;
   }
-  if (backend != nullptr && backend(out, a, b, c, alpha, beta)) return out;
-  if (a.device().is_cpu()) count_call(Path::cpu);
-  reference_matmul(out, a, b, c, alpha, beta);
-  return out;
+  if (backend == nullptr || !backend(out, a, b, c, alpha, beta)) {
+    if (a.device().is_cpu()) count_call(Path::cpu);
+    reference_matmul(out, a, b, c, alpha, beta);
+  }
+  return result;
 }
 
 at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -108,10 +112,9 @@ at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const 
   int64_t M = 1;  // explicit, so zero-size inputs reshape without a -1
   for (int64_t d = 0; d + 1 < input.dim(); ++d) M *= input.size(d);
   at::Tensor x2d = input.reshape({M, K});
-  at::Tensor out = addmm_core(bias, x2d, weight.t(), 1, 1, std::nullopt, names, backend);
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end() - 1);
   shape.push_back(weight.size(0));
-  return out.view(shape);
+  return addmm_core(bias, x2d, weight.t(), 1, 1, std::nullopt, names, backend, shape);
 }
 
 namespace {

@@ -19,9 +19,10 @@ struct ArgNames {
   const char* self;
 };
 
+// out_shape: the result's shape when it is not (M, N) (linear's leading dims); M*N elements.
 at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
                       const at::Scalar& beta, const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype,
-                      const ArgNames& names, MatmulBackend backend);
+                      const ArgNames& names, MatmulBackend backend, at::IntArrayRef out_shape = {});
 
 at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        MatmulBackend backend);

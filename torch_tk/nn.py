@@ -4,6 +4,7 @@ Patching swaps the class of each selected module for a tk subclass of its own cl
 (``nn.Linear`` -> :class:`TKLinear`; transformers' GPT-2 ``Conv1D`` -> ``TKConv1D``), so module
 objects, Parameter objects, state_dict keys, optimizer references and ``isinstance`` checks are
 all unchanged; only ``forward`` differs, and nothing is allocated (meta-device models work).
+FSDP2 (``fully_shard``) models can be patched before or after wrapping.
 """
 import logging
 import re
@@ -34,14 +35,26 @@ _TK_CLASS = {nn.Linear: TKLinear}   # original class -> tk class
 _ORIG_CLASS = {TKLinear: nn.Linear}  # tk class -> original class
 
 
+def _register(cls, tk_cls):
+    _TK_CLASS[cls], _ORIG_CLASS[tk_cls] = tk_cls, cls
+    return tk_cls
+
+
 def _tk_class(cls):
-    """The tk class for an original class, creating TKConv1D on first sight of transformers' Conv1D."""
+    """The tk class for an original class, or None. Creates on first sight: TKConv1D for
+    transformers' Conv1D, and for a module already wrapped by FSDP2 (``fully_shard`` makes
+    class FSDP<X>(FSDPModule, X)) the same wrapper around the tk class of X."""
     if cls in _TK_CLASS:
         return _TK_CLASS[cls]
     if cls.__name__ == "Conv1D" and cls.__module__.startswith("transformers"):
-        tk_cls = type("TKConv1D", (cls,), {"forward": _tk_conv1d_forward, "__module__": __name__})
-        _TK_CLASS[cls], _ORIG_CLASS[tk_cls] = tk_cls, cls
-        return tk_cls
+        return _register(cls, type("TKConv1D", (cls,), {"forward": _tk_conv1d_forward, "__module__": __name__}))
+    bases = cls.__bases__
+    if len(bases) == 2 and bases[0].__module__.startswith("torch.distributed") and bases[0].__name__.endswith("Module"):
+        inner = _tk_class(bases[1])
+        if inner is not None and bases[1] not in _ORIG_CLASS:
+            extra = {k: v for k, v in cls.__dict__.items() if k == "__deepcopy__"}
+            name = cls.__name__[: len(cls.__name__) - len(bases[1].__name__)] + inner.__name__
+            return _register(cls, type(name, (bases[0], inner), {**extra, "__module__": __name__}))
     return None
 
 
@@ -135,8 +148,8 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
             if not include_subclasses:
                 report["skipped"][fqn] = f"subclass {cls.__name__} of nn.Linear; pass include_subclasses=True"
                 continue
-            tk_cls = type(f"TK{cls.__name__}", (cls,), {"forward": TKLinear.forward, "__module__": __name__})
-            _TK_CLASS[cls], _ORIG_CLASS[tk_cls] = tk_cls, cls
+            tk_cls = _register(cls, type(f"TK{cls.__name__}", (cls,), {"forward": TKLinear.forward,
+                                                                       "__module__": __name__}))
         if tk_cls is None:
             continue
         why = _skip_reason(m, fqn, tied=tied, output_fqns=output_fqns, include=include, exclude=exclude,
