@@ -212,3 +212,44 @@ def test_autocast_cpu_linear_returns_what_nn_linear_returns():
     assert rel < 1e-2
     out.float().sum().backward()
     assert patched.weight.grad.dtype == torch.float32 and patched.bias.grad.dtype == torch.float32
+
+
+@pytest.fixture
+def gloo_group(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed unavailable")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    yield dist
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_fsdp2_patch_before_or_after_wrapping(gloo_group, when):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    stock = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    m = copy.deepcopy(stock)
+    mesh = init_device_mesh("cpu", (1,))
+    if when == "before":
+        torch_tk.patch_linear(m)
+    for layer in (m[0], m[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(m, mesh=mesh)
+    torch_tk.patch_linear(m)  # "before": a no-op on the FSDP-wrapped tk classes (idempotent)
+    assert sorted(torch_tk.patch_report(m)["patched"]) == ["0", "2"]
+    assert all(isinstance(m[i], TKLinear) for i in (0, 2))
+    x = torch.randn(3, 8)
+    torch_tk.reset_kernel_counters()
+    out = m(x)
+    out.sum().backward()
+    assert torch_tk.kernel_counters()["cpu"] >= 4  # two forwards + backward GEMMs
+    ref = stock(x)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    for (n, p), (_, q) in zip(m.named_parameters(), stock.named_parameters()):
+        torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6, msg=n)
+    torch_tk.unpatch_linear(m)
+    assert not any(isinstance(mod, TKLinear) for mod in m.modules())

@@ -49,12 +49,33 @@ def _tk_class(cls):
     if cls.__name__ == "Conv1D" and cls.__module__.startswith("transformers"):
         return _register(cls, type("TKConv1D", (cls,), {"forward": _tk_conv1d_forward, "__module__": __name__}))
     bases = cls.__bases__
-    if len(bases) == 2 and bases[0].__module__.startswith("torch.distributed") and bases[0].__name__.endswith("Module"):
+    if _is_wrapper(cls) and bases[1] not in _ORIG_CLASS:
         inner = _tk_class(bases[1])
-        if inner is not None and bases[1] not in _ORIG_CLASS:
+        if inner is not None:
             extra = {k: v for k, v in cls.__dict__.items() if k == "__deepcopy__"}
             name = cls.__name__[: len(cls.__name__) - len(bases[1].__name__)] + inner.__name__
             return _register(cls, type(name, (bases[0], inner), {**extra, "__module__": __name__}))
+    return None
+
+
+def _is_wrapper(cls):
+    """A torch.distributed wrapper class such as FSDP2's FSDP<X>(FSDPModule, X)."""
+    b = cls.__bases__
+    return len(b) == 2 and b[0].__module__.startswith("torch.distributed") and b[0].__name__.endswith("Module")
+
+
+def _orig_class(cls):
+    """The stock class a tk class replaced (also when FSDP2 wrapped a tk class), else None."""
+    if cls in _ORIG_CLASS:
+        return _ORIG_CLASS[cls]
+    if _is_wrapper(cls) and cls.__bases__[1] in _ORIG_CLASS:
+        wrapper, inner = cls.__bases__
+        orig_inner = _ORIG_CLASS[inner]
+        extra = {k: v for k, v in cls.__dict__.items() if k == "__deepcopy__"}
+        name = cls.__name__[: len(cls.__name__) - len(inner.__name__)] + orig_inner.__name__
+        orig = type(name, (wrapper, orig_inner), {**extra, "__module__": orig_inner.__module__})
+        _TK_CLASS[orig], _ORIG_CLASS[cls] = cls, orig
+        return orig
     return None
 
 
@@ -138,7 +159,7 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
             continue
         seen.add(id(m))
         cls = type(m)
-        if cls in _ORIG_CLASS:
+        if _orig_class(cls) is not None:
             report["patched"].append(fqn)  # already patched: idempotent
             continue
         if fqn in bypassed:
@@ -172,7 +193,7 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
 def unpatch_linear(model):
     """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``."""
     for _, m in model.named_modules():
-        orig = _ORIG_CLASS.get(type(m))
+        orig = _orig_class(type(m))
         if orig is not None:
             m.__class__ = orig
     _reports.pop(model, None)
