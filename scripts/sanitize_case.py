@@ -1,5 +1,6 @@
-"""A small workload for compute-sanitizer (memcheck / racecheck / synccheck): every layout and
-dtype of the Hopper kernel on tail shapes, each result checked, so the tool sees real launches."""
+"""A small workload for compute-sanitizer (memcheck / racecheck / synccheck): every kernel the
+dispatcher can pick (4 layouts x bf16/fp16 x same/fp32 output) on tail shapes, each result
+checked, so the tool sees real launches."""
 import sys
 
 import torch
@@ -21,13 +22,14 @@ def main():
                 for tb in (False, True):
                     a = torch.randn(K, M, device="cuda", dtype=dtype).t() if ta else torch.randn(M, K, device="cuda", dtype=dtype)
                     b = torch.randn(N, K, device="cuda", dtype=dtype).t() if tb else torch.randn(K, N, device="cuda", dtype=dtype)
-                    bias = torch.randn(N, device="cuda", dtype=dtype)
-                    out = torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0)
-                    ref = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
-                    err = ((out.double() - ref).norm() / ref.norm()).item()
-                    if not err < 1e-2:
-                        bad += 1
-                        print(f"MISMATCH {dtype} {M}x{N}x{K} ta={ta} tb={tb} rel_err={err:.3e}")
+                    for out_dtype in (None, torch.float32):  # every kernel the dispatcher can pick
+                        bias = torch.randn(N, device="cuda", dtype=out_dtype or dtype)
+                        out = torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0, out_dtype=out_dtype)
+                        ref = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
+                        err = ((out.double() - ref).norm() / ref.norm()).item()
+                        if not err < 1e-2:
+                            bad += 1
+                            print(f"MISMATCH {dtype}->{out_dtype} {M}x{N}x{K} ta={ta} tb={tb} rel_err={err:.3e}")
     torch.cuda.synchronize()
     print(f"sanitize_case: {bad} mismatches; counters {torch_tk.kernel_counters()}")
     return 1 if bad else 0
