@@ -29,6 +29,7 @@ kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
 ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
 xflag=""; [ "$MODE" = quick ] && xflag="-x"
+export TK_FUZZ_REPORT="$OUT/fuzz.txt"  # test_fuzz.py writes its per-category worst errors here
 python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1
 tests_rc=$?
 tests=$(tail -n 1 "$OUT/pytest.log")
@@ -55,6 +56,7 @@ echo "ptxas (bf16 NN kernel): $ptxas"
 echo "tests (rc=$tests_rc): $tests"
 grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20
 echo "sanitizer:$san"; grep -E "ERROR SUMMARY|mismatches" "$OUT/sanitizer.log" | head -n 6
+[ -f "$OUT/fuzz.txt" ] && { echo "--- fuzz"; tail -n 30 "$OUT/fuzz.txt"; }
 echo "--- demo (rc=$demo_rc)"; tail -n 8 "$OUT/demo.log"
 [ -f "$OUT/bench.log" ] && { echo "--- bench"; tail -n 25 "$OUT/bench.log"; }
 exit $tests_rc
