@@ -1,0 +1,70 @@
+// Tile geometry of the CDNA3 GEMM and the wave/lane -> tile-coordinate maps shared by the
+// kernel and the host model (host-testable).
+#pragma once
+#include "../../kittens/cdna3/fragments.h"
+#include "../../kittens/cdna3/copy_map.h"
+#include "../../kittens/cdna3/raster.h"
+#include "../../kittens/cdna3/swizzle.h"
+
+namespace tk::cdna3 {
+
+using kittens::RowCol;
+
+constexpr int BM = 256, BN = 256, BK = 64;
+constexpr int THREADS = 512, WAVES = 8;
+constexpr int WAVES_M = 2, WAVES_N = 4;     // wave grid
+constexpr int WM = BM / WAVES_M;            // 128 rows per wave
+constexpr int WN = BN / WAVES_N;            // 64 columns per wave
+constexpr int TM = WM / 16, TN = WN / 16;   // 8 x 4 MFMA tiles per wave
+constexpr int KCHUNKS = BK / 32;            // one ds_read_b128 per fragment per chunk
+constexpr int MFMA_PER_KTILE = TM * TN * KCHUNKS * 2;  // 128 per wave per 64-k tile
+constexpr int GROUP_M = 8;                  // grouped raster band height (tiles)
+constexpr int LDS_TILE_BYTES = BM * kittens::cdna3::kRowBytes;  // 32 KiB per operand
+constexpr int LDS_BYTES = 2 * LDS_TILE_BYTES;                     // 64 KiB: A then B
+
+static_assert(BM == kittens::cdna3::kTileRows && BN == kittens::cdna3::kTileRows, "copy maps assume 256 rows");
+static_assert(BK == kittens::cdna3::kTileK, "LDS rows hold 64 k");
+static_assert(WAVES * 64 == THREADS && WAVES_M * WAVES_N == WAVES, "wave grid");
+static_assert(MFMA_PER_KTILE == BM * BN * BK / (16 * 16 * 16) / WAVES, "MFMA count");
+
+// Row (in the A tile) whose fragment lane `lane` of wave `w` reads for MFMA row-tile i.
+TK_HD int a_frag_row(int w, int i, int lane) { return WM * (w / WAVES_N) + 16 * i + lane % 16; }
+// Column (row of the B tile) read by lane `lane` of wave `w` for MFMA column-tile j.
+TK_HD int b_frag_col(int w, int j, int lane) { return WN * (w % WAVES_N) + 16 * j + lane % 16; }
+// Block-relative output element of accumulator register r of tile (i, j), lane, wave w.
+TK_HD RowCol acc_out_coord(int w, int i, int j, int lane, int r) {
+  const RowCol f = kittens::cdna3::mfma_acc_coord(lane, r);
+  return RowCol{WM * (w / WAVES_N) + 16 * i + f.row, WN * (w % WAVES_N) + 16 * j + f.col};
+}
+
+// Bytes a descriptor may address for the operand tile whose first element is (row0, k0).
+// K-major: element (row, k) at row * ld + k; MN-major: at k * ld + row. Counted from the
+// tile's first element to one past the matrix's last element (clipped loads read 0 beyond).
+TK_HD int64_t operand_bytes(bool mn, int64_t ld, int rows, int K, int row0, int k0) {
+  const int64_t end = mn ? (int64_t)(K - 1) * ld + rows : (int64_t)(rows - 1) * ld + K;
+  const int64_t first = mn ? (int64_t)k0 * ld + row0 : (int64_t)row0 * ld + k0;
+  // Rounded up to whole 16-B granules: the range check is per dword, so a last element sharing a
+  // dword with the byte past the end would otherwise read as 0. Safe: with 16-B aligned pointers
+  // and ld, tile starts are granule aligned and the rounded range ends in the last element's
+  // own granule (never a new page).
+  return ((end - first) * 2 + 15) & ~int64_t(15);
+}
+TK_HD int64_t operand_first(bool mn, int64_t ld, int row0, int k0) {
+  return mn ? (int64_t)k0 * ld + row0 : (int64_t)row0 * ld + k0;
+}
+// Byte offset, from the tile's first element, of thread `tid`'s load `i` (0..3); 32-bit math,
+// valid because the launcher keeps operand_span_bytes below 2^31.
+TK_HD uint32_t operand_voff(bool mn, int64_t ld, int tid, int i) {
+  if (mn) {
+    const kittens::cdna3::MnBlock b = kittens::cdna3::mnmajor_block(tid);
+    return (uint32_t)((4 * b.kb + i) * (uint32_t)ld + 8 * b.mb) * 2u;
+  }
+  const kittens::cdna3::KChunk c = kittens::cdna3::kmajor_chunk(tid, i);
+  return (uint32_t)(c.row * (uint32_t)ld + c.k8) * 2u;
+}
+// Largest in-tile byte offset + 16 must stay below 2^31 (32-bit voffset): the launcher checks.
+TK_HD int64_t operand_span_bytes(bool mn, int64_t ld) {
+  return mn ? ((int64_t)(BK - 1) * ld + BM) * 2 : ((int64_t)(BM - 1) * ld + BK) * 2;
+}
+
+}  // namespace tk::cdna3

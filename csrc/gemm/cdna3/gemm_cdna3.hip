@@ -1,0 +1,242 @@
+// CDNA3 (gfx942) GEMM kernel: out = alpha * A @ B + beta * C, bf16/fp16 in, fp32 accumulate.
+//
+// Block tile 256 x 256 x 64, 512 threads = 8 waves in a 2 x 4 grid, each wave owning a
+// 128 x 64 sub-tile (8 x 4 MFMA 16x16x16 tiles, 128 fp32 accumulators per lane).
+// Pipeline: one LDS stage (A 32 KiB + B 32 KiB = 64 KiB) plus a register prefetch: while the
+// waves run the 128 MFMAs of tile k from LDS, the buffer loads of tile k+1 are in flight into
+// registers; they are written to LDS after the next barrier. Every wave runs the same number
+// of barriers (two per k tile, the first skipped uniformly for k tile 0).
+// Tails: buffer descriptors clipped at the matrix end (no faults, zeros beyond); k >= K is
+// zeroed explicitly in the last k tile; rows/columns >= M/N only reach masked-off outputs.
+#pragma once
+#include "config.h"
+#include "../../kittens/cdna3/buffer.cuh"
+#include "../../kittens/cdna3/lds.cuh"
+#include "../../kittens/cdna3/sync.cuh"
+
+namespace tk::cdna3 {
+
+namespace kc = kittens::cdna3;
+typedef float f32x4 __attribute__((ext_vector_type(4)));
+typedef short i16x4 __attribute__((ext_vector_type(4)));
+typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
+
+struct GemmParams {
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  int M, N, K;
+  void* out;
+  const void* c;
+  int64_t c_s0, c_s1;
+  float alpha, beta;
+};
+
+// One MFMA on the 4-element half of two 16-B fragments.
+template <bool kF16>
+__device__ __forceinline__ f32x4 mfma16(kc::u32x2 a, kc::u32x2 b, f32x4 acc) {
+  if constexpr (kF16) {
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(f16x4, a), __builtin_bit_cast(f16x4, b), acc, 0, 0, 0);
+  } else {
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(i16x4, a), __builtin_bit_cast(i16x4, b), acc, 0, 0, 0);
+  }
+}
+
+__device__ __forceinline__ unsigned half16(kc::u32x4 v, int e) {
+  return (v[e >> 1] >> (16 * (e & 1))) & 0xffffu;
+}
+
+// Global -> registers -> LDS mover of one 256 x 64 operand tile (A: rows = M, B: rows = N).
+template <bool kMn>
+struct Operand {
+  const unsigned short* base;
+  int64_t ld;
+  int rows, K, tid;
+  kc::u32x4 regs[kc::kKLoads];
+
+  __device__ __forceinline__ void load(int row0, int k0) {
+    const __amdgpu_buffer_rsrc_t r =
+        kc::make_rsrc(base + operand_first(kMn, ld, row0, k0), operand_bytes(kMn, ld, rows, K, row0, k0));
+#pragma unroll
+    for (int i = 0; i < kc::kKLoads; ++i) regs[i] = kc::buffer_load_16(r, operand_voff(kMn, ld, tid, i));
+  }
+
+  // Zero k >= K (only the last k tile can hold such k).
+  __device__ __forceinline__ void mask_k(int k0) {
+    if (k0 + BK <= K) return;
+    if constexpr (kMn) {
+      const kc::MnBlock b = kc::mnmajor_block(tid);
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        if (k0 + 4 * b.kb + r >= K) regs[r] = kc::u32x4{0, 0, 0, 0};
+    } else {
+#pragma unroll
+      for (int i = 0; i < kc::kKLoads; ++i) {
+        const int kfirst = k0 + kc::kmajor_chunk(tid, i).k8;
+#pragma unroll
+        for (int d = 0; d < 4; ++d) {
+          const unsigned keep = (kfirst + 2 * d < K ? 0xffffu : 0u) | (kfirst + 2 * d + 1 < K ? 0xffff0000u : 0u);
+          regs[i][d] &= keep;
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(char* tile) const {
+    if constexpr (kMn) {
+      const kc::MnBlock b = kc::mnmajor_block(tid);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const kc::u32x2 v{half16(regs[0], e) | (half16(regs[1], e) << 16), half16(regs[2], e) | (half16(regs[3], e) << 16)};
+        kc::lds_write_8(tile, kc::lds_offset(8 * b.mb + e, 4 * b.kb), v);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kc::kKLoads; ++i) {
+        const kc::KChunk c = kc::kmajor_chunk(tid, i);
+        kc::lds_write_16(tile, kc::lds_offset(c.row, c.k8), regs[i]);
+      }
+    }
+  }
+};
+
+// 128 MFMAs of one 64-k tile. Fragments are read per (32-k chunk, half of the row tiles, half
+// of the column tiles) so at most 4 A + 2 B 16-B fragments (24 VGPRs) are live (B is re-read
+// once per row half: 8 A + 8 B ds_read_b128 per chunk); sched_fence keeps the compiler from
+// hoisting later reads above earlier MFMAs. Read addresses: 4 A + 4 B per-lane bases; row
+// tile i + 4 is +64 rows (swizzle.h: +8192 B, same swizzle) and chunk 1 is base ^ 64 (k + 32
+// flips granule bit 2); both identities are checked on the host.
+template <bool kF16>
+__device__ __forceinline__ void compute_tile(const char* As, const char* Bs, f32x4 (&acc)[TM][TN], int w, int lane,
+                                             const int (&a_base)[TM / 2], const int (&b_base)[TN]) {
+#pragma unroll
+  for (int c = 0; c < KCHUNKS; ++c) {
+#pragma unroll
+    for (int ih = 0; ih < 2; ++ih) {
+      kc::u32x4 af[TM / 2];
+#pragma unroll
+      for (int i = 0; i < TM / 2; ++i) af[i] = kc::lds_read_16(As + ih * kc::kRow64Bytes, a_base[i] ^ (c * kc::kChunkXor));
+#pragma unroll
+      for (int jh = 0; jh < 2; ++jh) {
+        kc::u32x4 bf[TN / 2];
+#pragma unroll
+        for (int j = 0; j < TN / 2; ++j) bf[j] = kc::lds_read_16(Bs, b_base[jh * TN / 2 + j] ^ (c * kc::kChunkXor));
+        kc::set_prio(1);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int i = 0; i < TM / 2; ++i)
+#pragma unroll
+            for (int j = 0; j < TN / 2; ++j) {
+              const kc::u32x2 a{af[i][2 * h], af[i][2 * h + 1]}, b{bf[j][2 * h], bf[j][2 * h + 1]};
+              f32x4& d = acc[ih * TM / 2 + i][jh * TN / 2 + j];
+              d = mfma16<kF16>(a, b, d);
+            }
+        kc::set_prio(0);
+        kc::sched_fence();
+      }
+    }
+  }
+}
+
+template <bool kF16>
+__device__ __forceinline__ float in_to_f32(unsigned short v) {
+  if constexpr (kF16) return (float)__builtin_bit_cast(_Float16, v);
+  else return __builtin_bit_cast(float, (unsigned)v << 16);
+}
+template <bool kF16>
+__device__ __forceinline__ unsigned short f32_to_in(float f) {
+  if constexpr (kF16) {
+    return __builtin_bit_cast(unsigned short, (_Float16)f);
+  } else {
+    const unsigned u = __builtin_bit_cast(unsigned, f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // quiet NaN
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);                   // RNE
+  }
+}
+
+template <bool kF16, bool kOutF32, bool kAMn, bool kBMn>
+__global__ __attribute__((amdgpu_flat_work_group_size(THREADS, THREADS), amdgpu_waves_per_eu(2)))
+void gemm_cdna3_kernel(GemmParams p) {
+  __shared__ __attribute__((aligned(16))) char smem[LDS_BYTES];
+  char* As = smem;
+  char* Bs = smem + LDS_TILE_BYTES;
+  const int tid = threadIdx.x, w = tid / 64, lane = tid % 64;
+  const int tiles_m = kittens::ceil_div(p.M, BM), tiles_n = kittens::ceil_div(p.N, BN);
+  const kittens::TileCoord t = kc::block_tile(blockIdx.x, tiles_m, tiles_n, GROUP_M);
+  const int m0 = t.m * BM, n0 = t.n * BN;
+
+  Operand<kAMn> A{static_cast<const unsigned short*>(p.a), p.lda, p.M, p.K, tid, {}};
+  Operand<kBMn> B{static_cast<const unsigned short*>(p.b), p.ldb, p.N, p.K, tid, {}};
+  f32x4 acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
+
+  int a_base[TM / 2], b_base[TN];  // chunk-0 LDS read offsets (see compute_tile)
+#pragma unroll
+  for (int i = 0; i < TM / 2; ++i) a_base[i] = kc::lds_offset(a_frag_row(w, i, lane), kc::frag_read_k(lane, 0));
+#pragma unroll
+  for (int j = 0; j < TN; ++j) b_base[j] = kc::lds_offset(b_frag_col(w, j, lane), kc::frag_read_k(lane, 0));
+
+  const int ktiles = kittens::ceil_div(p.K, BK);
+  A.load(m0, 0);
+  B.load(n0, 0);
+#pragma clang loop unroll(disable)
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int k0 = kt * BK;
+    if (kt > 0) kc::lds_barrier();  // all waves are done reading tile kt-1 from LDS
+    A.mask_k(k0);
+    B.mask_k(k0);
+    A.store(As);                     // the compiler waits vmcnt for the prefetched registers
+    B.store(Bs);
+    kc::lds_barrier();               // lgkmcnt(0) + s_barrier: tile kt is visible to all waves
+    if (kt + 1 < ktiles) {           // prefetch tile kt+1 into registers while computing tile kt
+      A.load(m0, k0 + BK);
+      B.load(n0, k0 + BK);
+    }
+    compute_tile<kF16>(As, Bs, acc, w, lane, a_base, b_base);
+  }
+
+  // Epilogue: out = alpha * acc + beta * C. Branch-free: per 16-row tile a wave-uniform buffer
+  // descriptor starts at the tile's first element and ends at the matrix end; masked elements
+  // (row >= M or col >= N) use offset kc::kOobOffset, which the buffer unit drops on store and
+  // reads as 0 on load (launcher: valid offsets < 2^31).
+  kc::sched_fence();
+  using OutT = typename std::conditional<kOutF32, float, unsigned short>::type;
+  constexpr int kOutBytes = sizeof(OutT);
+  const int wrow = WM * (w / WAVES_N), wcol = WN * (w % WAVES_N);
+  const int64_t c_end = (int64_t)(p.M - 1) * p.c_s0 + (int64_t)(p.N - 1) * p.c_s1 + 1;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row0 = m0 + wrow + 16 * i;  // wave-uniform
+    const int64_t o_first = (int64_t)row0 * p.N + (n0 + wcol);
+    const __amdgpu_buffer_rsrc_t ro =
+        kc::make_rsrc(static_cast<char*>(p.out) + o_first * kOutBytes, ((int64_t)p.M * p.N - o_first) * kOutBytes);
+    const int64_t c_first = (int64_t)row0 * p.c_s0 + (int64_t)(n0 + wcol) * p.c_s1;
+    const __amdgpu_buffer_rsrc_t rc =
+        kc::make_rsrc(static_cast<const char*>(p.c) + c_first * kOutBytes, (c_end - c_first) * kOutBytes);
+#pragma unroll
+    for (int j = 0; j < TN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const RowCol o = acc_out_coord(w, i, j, lane, r);  // block-relative
+        const int dr = o.row - (wrow + 16 * i), dc = o.col - wcol;
+        const bool ok = row0 + dr < p.M && n0 + wcol + dc < p.N;
+        const uint32_t off = ok ? (uint32_t)(dr * p.N + dc) * kOutBytes : kc::kOobOffset;
+        float v = p.alpha * acc[i][j][r];
+        if (p.c != nullptr) {  // wave-uniform branch
+          const uint32_t coff = ok ? (uint32_t)(dr * p.c_s0 + dc * p.c_s1) * kOutBytes : kc::kOobOffset;
+          if constexpr (kOutF32) v += p.beta * __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rc, coff, 0, 0));
+          else v += p.beta * in_to_f32<kF16>(__builtin_amdgcn_raw_buffer_load_b16(rc, coff, 0, 0));
+        }
+        if constexpr (kOutF32) __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, v), ro, off, 0, 0);
+        else __builtin_amdgcn_raw_buffer_store_b16(f32_to_in<kF16>(v), ro, off, 0, 0);
+      }
+    kc::sched_fence();  // one row tile at a time
+  }
+}
+
+}  // namespace tk::cdna3
