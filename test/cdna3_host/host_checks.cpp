@@ -274,12 +274,26 @@ static bool model_gemm(int M, int N, int K, bool amn, bool bmn, bool with_c) {
         for (int i = 0; i < TM; ++i)
           for (int j = 0; j < TN; ++j)
             for (int r = 0; r < 4; ++r) {
+              // the kernel's epilogue index math (config.h epi_*), checked against acc_out_coord
               kittens::RowCol o = acc_out_coord(w, i, j, l, r);
               const int row = m0 + o.row, col = n0 + o.col;
-              if (row < M && col < N) {
-                CHECK(std::isnan(out[(size_t)row * N + col]), "element written twice");
-                out[(size_t)row * N + col] = alpha * ACC(w, l, i, j, r) + beta * (with_c ? cval(row, col) : 0.f);
+              const int row0 = m0 + epi_wave_row(w) + 16 * i, col0 = n0 + epi_wave_col(w);
+              CHECK(row == row0 + epi_lane_row(l) + r && col == col0 + 16 * j + epi_lane_col(l), "epi coords");
+              const bool ok = epi_lane_row(l) + r < M - row0 && epi_lane_col(l) + 16 * j < N - col0;
+              CHECK(ok == (row < M && col < N), "epi mask");
+              if (!ok) continue;  // kernel: offset kOobOffset, dropped / read as 0
+              const int64_t o_first = (int64_t)row0 * N + col0;
+              const int64_t oe = o_first + epi_out_lane_off(l, N) + epi_out_step(r, j, N);
+              CHECK(oe == (int64_t)row * N + col, "epi out offset");
+              float cv = 0.f;
+              if (with_c) {  // C strides c_s0 = 1, c_s1 = M
+                const int64_t c_first = (int64_t)row0 * 1 + (int64_t)col0 * M;
+                const int64_t ce = c_first + epi_c_lane_off(l, 1, M) + epi_c_step(r, j, 1, M);
+                CHECK(ce == (int64_t)row + (int64_t)col * M, "epi C offset");
+                cv = cval((int)(ce % M), (int)(ce / M));
               }
+              CHECK(std::isnan(out[oe]), "element written twice");
+              out[oe] = alpha * ACC(w, l, i, j, r) + beta * cv;
             }
   }
   double worst = 0;

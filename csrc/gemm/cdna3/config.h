@@ -37,6 +37,24 @@ TK_HD RowCol acc_out_coord(int w, int i, int j, int lane, int r) {
   return RowCol{WM * (w / WAVES_N) + 16 * i + f.row, WN * (w % WAVES_N) + 16 * j + f.col};
 }
 
+// Epilogue offsets. Accumulator register r of tile (i, j) of lane `lane` is block-relative
+// element (epi_wave_row(w) + 16 i + epi_lane_row(lane) + r, epi_wave_col(w) + 16 j + epi_lane_col(lane))
+// (== acc_out_coord, checked on the host). Element offsets from the row tile's first element
+// (row0 = m0 + wave row + 16 i, col n0 + wave col) split into a per-lane part and an (r, j) step;
+// 32-bit math: the launcher keeps 16 * N * 4 and (15 c_s0 + 63 c_s1) * 4 below 2^31.
+TK_HD int epi_wave_row(int w) { return WM * (w / WAVES_N); }
+TK_HD int epi_wave_col(int w) { return WN * (w % WAVES_N); }
+TK_HD int epi_lane_row(int lane) { return kittens::cdna3::mfma_acc_coord(lane, 0).row; }
+TK_HD int epi_lane_col(int lane) { return kittens::cdna3::mfma_acc_coord(lane, 0).col; }
+TK_HD uint32_t epi_out_lane_off(int lane, int N) { return (uint32_t)(epi_lane_row(lane) * N + epi_lane_col(lane)); }
+TK_HD uint32_t epi_out_step(int r, int j, int N) { return (uint32_t)(r * N + 16 * j); }
+TK_HD uint32_t epi_c_lane_off(int lane, int64_t c_s0, int64_t c_s1) {
+  return (uint32_t)(epi_lane_row(lane) * (uint32_t)c_s0 + epi_lane_col(lane) * (uint32_t)c_s1);
+}
+TK_HD uint32_t epi_c_step(int r, int j, int64_t c_s0, int64_t c_s1) {
+  return (uint32_t)(r * (uint32_t)c_s0 + 16 * j * (uint32_t)c_s1);
+}
+
 // Bytes a descriptor may address for the operand tile whose first element is (row0, k0).
 // K-major: element (row, k) at row * ld + k; MN-major: at k * ld + row. Counted from the
 // tile's first element to one past the matrix's last element (clipped loads read 0 beyond).

@@ -151,8 +151,77 @@ __device__ __forceinline__ unsigned short f32_to_in(float f) {
     return __builtin_bit_cast(unsigned short, (_Float16)f);
   } else {
     const unsigned u = __builtin_bit_cast(unsigned, f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // quiet NaN
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);                   // RNE
+    const unsigned rne = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;       // RNE
+    const unsigned qnan = (u >> 16) | 0x40u;                            // quiet NaN
+    return (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? qnan : rne);  // select, no branch
+  }
+}
+
+// Epilogue: out = alpha * acc + beta * C, one 16-row tile (16 values per lane) at a time.
+// - Per row tile a wave-uniform buffer descriptor starts at the tile's first element and ends at
+//   the matrix end; masked elements (row >= M or col >= N) use offset kc::kOobOffset (a select,
+//   not a branch), which the buffer unit drops on store and reads as 0 on load (launcher: valid
+//   offsets < 2^31). Offsets are a per-lane base + per-(r, j) step (config.h epi_*).
+// - Register pressure (the kernel sits at 128 VGPR + 128 AGPR): each accumulator tile is read as
+//   a whole vector through an empty asm with an "a" (AGPR) operand. That keeps the loop-exit
+//   value a vector in the AGPRs (InstCombine would otherwise scalarise the exit PHI into 128
+//   float PHIs of VGPR class, all live at the loop exit: the former 32 B spill) and moves the
+//   values to VGPRs only where this tile needs them.
+// - C is handled by a wave-uniform branch per row tile around its 16 loads, so the values that
+//   cross blocks are this tile's 16 floats, never the accumulators.
+template <bool kF16, bool kOutF32>
+__device__ __forceinline__ void epilogue(const GemmParams& p, f32x4 (&acc)[TM][TN], int w, int lane, int m0, int n0) {
+  using OutT = typename std::conditional<kOutF32, float, unsigned short>::type;
+  constexpr int kOutBytes = sizeof(OutT);
+  const int wrow = epi_wave_row(w), wcol = epi_wave_col(w);
+  const int lrow = epi_lane_row(lane), lcol = epi_lane_col(lane);
+  const int cols_left = p.N - (n0 + wcol);  // columns of this wave's 64 that exist: col < cols_left
+  const uint32_t o_lane = epi_out_lane_off(lane, p.N);
+  const uint32_t c_lane = epi_c_lane_off(lane, p.c_s0, p.c_s1);
+  const bool has_c = p.c != nullptr;
+  const int64_t c_end = (int64_t)(p.M - 1) * p.c_s0 + (int64_t)(p.N - 1) * p.c_s1 + 1;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row0 = m0 + wrow + 16 * i;  // wave-uniform
+    const int rows_left = p.M - row0;
+    float v[TN][4];
+    bool ok[TN][4];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      f32x4 a = acc[i][j];
+      asm volatile("" : "+a"(a));
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        v[j][r] = p.alpha * a[r];
+        ok[j][r] = lrow + r < rows_left && lcol + 16 * j < cols_left;
+      }
+    }
+    if (has_c) {  // wave-uniform
+      const int64_t c_first = (int64_t)row0 * p.c_s0 + (int64_t)(n0 + wcol) * p.c_s1;
+      const __amdgpu_buffer_rsrc_t rc =
+          kc::make_rsrc(static_cast<const char*>(p.c) + c_first * kOutBytes, (c_end - c_first) * kOutBytes);
+#pragma unroll
+      for (int j = 0; j < TN; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const uint32_t craw = (c_lane + epi_c_step(r, j, p.c_s0, p.c_s1)) * kOutBytes;  // computed unconditionally:
+          const uint32_t coff = ok[j][r] ? craw : kc::kOobOffset;                             // a select, not a branch
+          if constexpr (kOutF32) v[j][r] += p.beta * __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rc, coff, 0, 0));
+          else v[j][r] += p.beta * in_to_f32<kF16>(__builtin_amdgcn_raw_buffer_load_b16(rc, coff, 0, 0));
+        }
+    }
+    const int64_t o_first = (int64_t)row0 * p.N + (n0 + wcol);
+    const __amdgpu_buffer_rsrc_t ro =
+        kc::make_rsrc(static_cast<char*>(p.out) + o_first * kOutBytes, ((int64_t)p.M * p.N - o_first) * kOutBytes);
+#pragma unroll
+    for (int j = 0; j < TN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const uint32_t oraw = (o_lane + epi_out_step(r, j, p.N)) * kOutBytes;
+        const uint32_t off = ok[j][r] ? oraw : kc::kOobOffset;
+        if constexpr (kOutF32) __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, v[j][r]), ro, off, 0, 0);
+        else __builtin_amdgcn_raw_buffer_store_b16(f32_to_in<kF16>(v[j][r]), ro, off, 0, 0);
+      }
   }
 }
 
@@ -200,43 +269,7 @@ void gemm_cdna3_kernel(GemmParams p) {
     compute_tile<kF16>(As, Bs, acc, w, lane, a_base, b_base);
   }
 
-  // Epilogue: out = alpha * acc + beta * C. Branch-free: per 16-row tile a wave-uniform buffer
-  // descriptor starts at the tile's first element and ends at the matrix end; masked elements
-  // (row >= M or col >= N) use offset kc::kOobOffset, which the buffer unit drops on store and
-  // reads as 0 on load (launcher: valid offsets < 2^31).
-  kc::sched_fence();
-  using OutT = typename std::conditional<kOutF32, float, unsigned short>::type;
-  constexpr int kOutBytes = sizeof(OutT);
-  const int wrow = WM * (w / WAVES_N), wcol = WN * (w % WAVES_N);
-  const int64_t c_end = (int64_t)(p.M - 1) * p.c_s0 + (int64_t)(p.N - 1) * p.c_s1 + 1;
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int row0 = m0 + wrow + 16 * i;  // wave-uniform
-    const int64_t o_first = (int64_t)row0 * p.N + (n0 + wcol);
-    const __amdgpu_buffer_rsrc_t ro =
-        kc::make_rsrc(static_cast<char*>(p.out) + o_first * kOutBytes, ((int64_t)p.M * p.N - o_first) * kOutBytes);
-    const int64_t c_first = (int64_t)row0 * p.c_s0 + (int64_t)(n0 + wcol) * p.c_s1;
-    const __amdgpu_buffer_rsrc_t rc =
-        kc::make_rsrc(static_cast<const char*>(p.c) + c_first * kOutBytes, (c_end - c_first) * kOutBytes);
-#pragma unroll
-    for (int j = 0; j < TN; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const RowCol o = acc_out_coord(w, i, j, lane, r);  // block-relative
-        const int dr = o.row - (wrow + 16 * i), dc = o.col - wcol;
-        const bool ok = row0 + dr < p.M && n0 + wcol + dc < p.N;
-        const uint32_t off = ok ? (uint32_t)(dr * p.N + dc) * kOutBytes : kc::kOobOffset;
-        float v = p.alpha * acc[i][j][r];
-        if (p.c != nullptr) {  // wave-uniform branch
-          const uint32_t coff = ok ? (uint32_t)(dr * p.c_s0 + dc * p.c_s1) * kOutBytes : kc::kOobOffset;
-          if constexpr (kOutF32) v += p.beta * __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rc, coff, 0, 0));
-          else v += p.beta * in_to_f32<kF16>(__builtin_amdgcn_raw_buffer_load_b16(rc, coff, 0, 0));
-        }
-        if constexpr (kOutF32) __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, v), ro, off, 0, 0);
-        else __builtin_amdgcn_raw_buffer_store_b16(f32_to_in<kF16>(v), ro, off, 0, 0);
-      }
-    kc::sched_fence();  // one row tile at a time
-  }
+  epilogue<kF16, kOutF32>(p, acc, w, lane, m0, n0);
 }
 
 }  // namespace tk::cdna3
