@@ -33,6 +33,15 @@ def compile_asm(out_dir: str) -> str:
     return asm
 
 
+def compile_host(out_dir: str) -> str | None:
+    """The launcher's host side (argument checks, hipLaunchKernelGGL) must compile too; returns an
+    error text or None. (A full host+device object needs lld for the device link; not installed.)"""
+    cmd = [CLANG, "-x", "hip", "--offload-arch=gfx942", "-nogpulib", "--cuda-host-only", "-O2",
+           "-std=c++17", "-I", os.path.join(ROOT, "csrc"), "-c", SRC, "-o", os.path.join(out_dir, "launch_host.o")]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stderr[-2000:] or "host compile failed")
+
+
 def split_kernels(text: str) -> dict[str, list[str]]:
     """Kernel symbol -> its body lines (from the label to s_endpgm)."""
     out: dict[str, list[str]] = {}
@@ -156,8 +165,10 @@ def main() -> int:
         return 1 if args.require else 0
     with tempfile.TemporaryDirectory(prefix="cdna3_gate_") as tmp:
         text = open(compile_asm(tmp)).read()
+        host_err = compile_host(tmp)
     kernels = split_kernels(text)
-    failures = []
+    failures = [] if host_err is None else [f"host launcher does not compile: {host_err}"]
+    print(f"host launcher (--cuda-host-only): {'compiles' if host_err is None else 'FAILS'}")
     hdr = f"{'kernel':<24}{'VGPR':>5}{'AGPR':>5}{'tot':>5}{'SGPR':>5}{'LDS':>7}{'scr':>5}{'occ':>4}{'mfma/kt':>8}{'lint':>6}"
     print(hdr)
     print("-" * len(hdr))
