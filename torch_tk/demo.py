@@ -92,7 +92,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     if dev == "cpu":
-        print("torch_tk demo: no CUDA GPU here -- running the CPU reference path (no kernel timing).")
+        print("torch_tk demo: no CUDA GPU here -- running the CPU reference path (timings below are CPU, not a GPU kernel).")
     else:
         print(f"torch_tk demo on {torch.cuda.get_device_name()} (hopper kernel available: "
               f"{torch_tk.hopper_available()})")
