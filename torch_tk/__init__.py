@@ -23,6 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
 from .ops import addmm, gemm, linear  # noqa: E402
+from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
 __version__ = "0.1.0"
 
