@@ -4,6 +4,7 @@ whenever a CUDA toolkit (nvcc) and a CUDA build of torch are present -- with or 
 Install with:  python3 -m pip install --no-build-isolation -e .
 """
 import os
+import pathlib
 import shutil
 import sys
 
@@ -74,7 +75,8 @@ ext_cls = cpp_extension.CppExtension
 nvcc_flags = []
 if cuda_home:
     ext_cls = cpp_extension.CUDAExtension
-    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu"]
+    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu"] + sorted(
+        str(p) for p in pathlib.Path("csrc/gemm/hopper").glob("launch_inst_*.cu"))
     define = [("TK_WITH_CUDA", "1")]
     # The Hopper kernels need the arch-specific sm_90a target (wgmma, setmaxnreg). Any other
     # architectures asked for through TORCH_CUDA_ARCH_LIST are built too (the kernel body is

@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark torch_tk.gemm against torch.mm (cuBLAS) in bf16.
+"""Benchmark torch_tk.gemm against torch.mm (cuBLAS), and optionally Triton, in bf16/fp16.
 
-    python benchmarks/bench_gemm.py [--out results.json] [--quick] [--rounds N]
+    python benchmarks/bench_gemm.py --suite all [--out results.json] [--md table.md] [--triton]
 
-For every (M, N, K) shape and layout (NN: b is a contiguous (K, N) tensor; NT: b is
-weight.t() of a contiguous (N, K) weight, the nn.Linear case) both ops get the SAME fresh
-random inputs. Timings are interleaved in one process: each round times ours and the
-baseline back to back, alternating which goes first, with triton.testing.do_bench
-(median; it flushes L2 between calls) or, when triton is missing, a CUDA-event median
-with an L2 flush before each call. The reported time of each op is the median over rounds.
-Correctness of ours is checked once per shape against torch.mm on the fp32-upcast inputs.
-The JSON holds every raw number; a short table is printed last.
+Suites (issue 5; M x N x K, out = A(MxK) @ B(KxN)):
+  large      the LLM/training shapes, in the layouts training uses: NT (forward, x @ W^T),
+             NN (dX = dY @ W), TN (dW = dY^T @ X)
+  unaligned  any of M, N, K odd / not a multiple of 8 (NN and NT)
+  skinny     M in {1, 8, 16, 64, 128, 256} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336),
+             (8192, 8192)}, NT (decode: x @ W^T); also reports the HBM roofline fraction
+             (A, B and C bytes once over the measured device-to-device copy bandwidth)
+  quick      a few of each
+Both ops get the SAME fresh random inputs. Timings are interleaved in one process: each round
+times ours and the baseline back to back, alternating which goes first, with
+triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
+CUDA-event median with an L2 flush before each call. The reported time of each op is the median
+over rounds. Correctness of ours is checked once per case against torch.mm on fp32-upcast inputs.
+--triton also times torch.compile(mode="max-autotune-no-cudagraphs") of the same matmul (its
+autotuning happens before timing; slow, so it is opt-in). The JSON holds every raw number;
+a table is printed last (and written as markdown with --md).
 """
 
 from __future__ import annotations
@@ -24,30 +32,32 @@ import time
 
 import torch
 
-FULL_SHAPES = [
-    (8192, 8192, 8192),
-    (4096, 4096, 4096),
-    (2048, 2048, 2048),
-    (8191, 8191, 8191),  # unaligned
-    (4000, 4000, 4000),
-    (1, 4096, 4096),
-    (128, 4096, 4096),
-    (4096, 4096, 1000),
-    (16384, 4096, 4096),
-]
-QUICK_SHAPES = [(4096, 4096, 4096), (8191, 8191, 8191), (128, 4096, 4096), (4096, 4096, 1000)]
-LAYOUTS = ["NN", "NT"]
+LLM = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (8192, 6144, 4096), (8192, 4096, 4096),
+       (8192, 28672, 4096), (8192, 4096, 14336), (8192, 10240, 8192), (8192, 57344, 8192), (8192, 8192, 28672)]
+SUITES = {
+    "large": [(s, lay) for s in LLM for lay in ("NT", "NN", "TN")],
+    "unaligned": [(s, lay) for s in [(8191, 8191, 8191), (4095, 4095, 4095), (8192, 8192, 8191), (4097, 4097, 4097),
+                                     (1000, 1001, 999)] for lay in ("NN", "NT")],
+    "skinny": [((m, n, k), "NT") for m in (1, 8, 16, 64, 128, 256)
+               for (n, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192))],
+    "quick": [((4096, 4096, 4096), "NT"), ((8192, 8192, 8192), "NN"), ((8192, 28672, 4096), "TN"),
+              ((8191, 8191, 8191), "NN"), ((1, 4096, 4096), "NT"), ((128, 14336, 4096), "NT")],
+}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", default="all", help="comma list of " + ",".join(SUITES) + " or all (default)")
+    p.add_argument("--shapes", default=None, help="instead of suites: 'MxNxK,...' in --layouts")
+    p.add_argument("--layouts", default="NT", help="layouts for --shapes (comma list of NT,NN,TN,TT)")
+    p.add_argument("--dtype", default="bf16", help="comma list of bf16,fp16 (default bf16)")
     p.add_argument("--out", default=None, help="write all raw numbers to this JSON file")
-    p.add_argument("--quick", action="store_true", help=f"only {len(QUICK_SHAPES)} shapes: {QUICK_SHAPES}")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per case (default 5)")
-    p.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warm-up per measurement (ms)")
-    p.add_argument("--rep-ms", type=float, default=100.0, help="do_bench measuring time per measurement (ms)")
-    p.add_argument("--layouts", default=",".join(LAYOUTS), help="comma list of NN,NT (default both)")
-    p.add_argument("--shapes", default=None, help="override shapes: 'MxNxK,MxNxK,...'")
+    p.add_argument("--md", default=None, help="write the table as markdown to this file")
+    p.add_argument("--triton", action="store_true", help="also time torch.compile max-autotune (Triton) GEMMs")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per case (default 3)")
+    p.add_argument("--warmup-ms", type=float, default=15.0, help="do_bench warm-up per measurement (ms)")
+    p.add_argument("--rep-ms", type=float, default=60.0, help="do_bench measuring time per measurement (ms)")
     return p.parse_args(argv)
 
 
@@ -98,14 +108,15 @@ def make_timer(args):
 # ----------------------------------------------------------------------------- one case
 
 
-def make_inputs(M, N, K, layout, gen):
-    a = torch.randn(M, K, device="cuda", dtype=torch.float32, generator=gen).to(torch.bfloat16)
-    if layout == "NN":
-        b = torch.randn(K, N, device="cuda", dtype=torch.float32, generator=gen).to(torch.bfloat16)
-    elif layout == "NT":
-        b = torch.randn(N, K, device="cuda", dtype=torch.float32, generator=gen).to(torch.bfloat16).t()
-    else:
-        raise ValueError(layout)
+def make_inputs(M, N, K, layout, dtype, gen):
+    """layout[0]: A row-major (N) or column-major (T); layout[1]: B row-major K x N (N) or the
+    transpose of a row-major N x K weight (T, the nn.Linear case)."""
+
+    def randn(r, c):
+        return torch.randn(r, c, device="cuda", dtype=torch.float32, generator=gen).to(dtype)
+
+    a = randn(M, K) if layout[0] == "N" else randn(K, M).t()
+    b = randn(K, N) if layout[1] == "N" else randn(N, K).t()
     return a, b
 
 
@@ -116,10 +127,29 @@ def rel_err(out, ref):
     return (torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref)).item()
 
 
-def run_case(torch_tk, bench, M, N, K, layout, rounds, gen):
-    rec = {"M": M, "N": N, "K": K, "layout": layout, "dtype": "bfloat16"}
-    a, b = make_inputs(M, N, K, layout, gen)
-    rec["b_strides"] = list(b.stride())
+def copy_bandwidth(bench):
+    """Device-to-device copy bandwidth in bytes/s (read + write) over 1 GiB buffers."""
+    src = torch.randn(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    t = bench(lambda: dst.copy_(src))
+    return 2 * src.numel() * src.element_size() / (t * 1e-3)
+
+
+_TRITON_CACHE = {}
+
+
+def triton_mm():
+    if "fn" not in _TRITON_CACHE:
+        _TRITON_CACHE["fn"] = torch.compile(lambda x, y: torch.mm(x, y), mode="max-autotune-no-cudagraphs",
+                                            dynamic=False)
+    return _TRITON_CACHE["fn"]
+
+
+def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, bw, with_triton):
+    dtype = DTYPES[dtype_name]
+    rec = {"suite": suite, "M": M, "N": N, "K": K, "layout": layout, "dtype": dtype_name}
+    a, b = make_inputs(M, N, K, layout, dtype, gen)
+    rec["a_strides"], rec["b_strides"] = list(a.stride()), list(b.stride())
 
     # correctness of ours, once, against torch.mm on fp32-upcast inputs (true fp32, no TF32)
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32
@@ -141,59 +171,90 @@ def run_case(torch_tk, bench, M, N, K, layout, rounds, gen):
     rec["counters_delta_one_call"] = delta
     rec["hopper_ran"] = delta.get("hopper", 0) >= 1 and delta.get("fallback", 0) == 0
     rec["new_fallback_reasons"] = sorted(set(torch_tk.fallback_reasons()) - r0)
+    try:
+        rec["plan"] = torch_tk._C.hopper_plan(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)
+    except Exception:  # noqa: BLE001 - CPU-only build
+        pass
 
-    def f_ours():
-        return torch_tk.gemm(a, b)
-
-    def f_torch():
-        return torch.mm(a, b)
-
-    ours_ms, torch_ms, order = [], [], []
+    fns = {"ours": lambda: torch_tk.gemm(a, b), "torch": lambda: torch.mm(a, b)}
+    if with_triton:
+        try:
+            tri = triton_mm()
+            tri(a, b)  # autotune now, not while timing
+            fns["triton"] = lambda: tri(a, b)
+        except Exception as e:  # noqa: BLE001 - record and go on
+            rec["triton_error"] = f"{type(e).__name__}: {e}"[:200]
+    times = {k: [] for k in fns}
+    names = list(fns)
     for r in range(rounds):
-        pair = [("ours", f_ours), ("torch", f_torch)]
-        if r % 2:
-            pair.reverse()
-        order.append([p[0] for p in pair])
-        for name, fn in pair:
-            t = bench(fn)
-            (ours_ms if name == "ours" else torch_ms).append(t)
+        order = names[r % len(names):] + names[:r % len(names)]  # rotate who goes first
+        for name in order:
+            times[name].append(bench(fns[name]))
     flop = 2.0 * M * N * K
-    rec["ours_ms_rounds"] = ours_ms
-    rec["torch_ms_rounds"] = torch_ms
-    rec["round_order"] = order
-    rec["ours_ms"] = statistics.median(ours_ms)
-    rec["torch_ms"] = statistics.median(torch_ms)
-    rec["ours_ms_spread"] = [min(ours_ms), max(ours_ms)]
-    rec["torch_ms_spread"] = [min(torch_ms), max(torch_ms)]
-    rec["ours_tflops"] = flop / (rec["ours_ms"] * 1e-3) / 1e12
-    rec["torch_tflops"] = flop / (rec["torch_ms"] * 1e-3) / 1e12
-    rec["ratio_ours_over_torch"] = rec["ours_tflops"] / rec["torch_tflops"]
+    for name, ts in times.items():
+        rec[f"{name}_ms_rounds"] = ts
+        rec[f"{name}_ms"] = statistics.median(ts)
+        rec[f"{name}_tflops"] = flop / (rec[f"{name}_ms"] * 1e-3) / 1e12
+    rec["ratio_ours_over_torch"] = rec["torch_ms"] / rec["ours_ms"]
+    if "triton_ms" in rec:
+        rec["ratio_ours_over_triton"] = rec["triton_ms"] / rec["ours_ms"]
+    if bw:
+        el = torch.tensor([], dtype=dtype).element_size()
+        t_roof = el * (M * K + K * N + M * N) / bw
+        rec["roofline_ms"] = t_roof * 1e3
+        rec["ours_roofline_frac"] = t_roof / (rec["ours_ms"] * 1e-3)
+        rec["torch_roofline_frac"] = t_roof / (rec["torch_ms"] * 1e-3)
     return rec
 
 
 # ----------------------------------------------------------------------------- main
 
+COLS = [
+    ("suite", lambda r: r["suite"]),
+    ("shape MxNxK", lambda r: f"{r['M']}x{r['N']}x{r['K']}"),
+    ("lay", lambda r: r["layout"]),
+    ("dtype", lambda r: r["dtype"]),
+    ("ours TF/s", lambda r: f"{r['ours_tflops']:.1f}" if "ours_tflops" in r else "-"),
+    ("torch TF/s", lambda r: f"{r['torch_tflops']:.1f}" if "torch_tflops" in r else "-"),
+    ("triton TF/s", lambda r: f"{r['triton_tflops']:.1f}" if "triton_tflops" in r else "-"),
+    ("ours/torch", lambda r: f"{r['ratio_ours_over_torch']:.3f}" if "ratio_ours_over_torch" in r else "-"),
+    ("ours ms", lambda r: f"{r['ours_ms']:.4f}" if "ours_ms" in r else "-"),
+    ("roofline", lambda r: f"{100 * r['ours_roofline_frac']:.0f}% (torch {100 * r['torch_roofline_frac']:.0f}%)"
+     if "ours_roofline_frac" in r else "-"),
+    ("rel err", lambda r: f"{r['rel_err_vs_fp32']:.1e}" if "rel_err_vs_fp32" in r else "-"),
+    ("plan", lambda r: ("swapAB " if r["plan"]["swap_ab"] else "") + f"bn{r['plan']['bn']} s{r['plan']['splits']}"
+     if "plan" in r else "-"),
+    ("note", lambda r: ("" if r.get("hopper_ran", True) else "NOT HOPPER ") + r.get("error", "")[:60]),
+]
 
-def print_table(results):
-    cols = [
-        ("shape MxNxK", lambda r: f"{r['M']}x{r['N']}x{r['K']}"),
-        ("lay", lambda r: r["layout"]),
-        ("ours ms", lambda r: f"{r['ours_ms']:.4f}" if "ours_ms" in r else "-"),
-        ("torch ms", lambda r: f"{r['torch_ms']:.4f}" if "torch_ms" in r else "-"),
-        ("ours TF/s", lambda r: f"{r['ours_tflops']:.1f}" if "ours_tflops" in r else "-"),
-        ("torch TF/s", lambda r: f"{r['torch_tflops']:.1f}" if "torch_tflops" in r else "-"),
-        ("ours/torch", lambda r: f"{r['ratio_ours_over_torch']:.3f}" if "ratio_ours_over_torch" in r else "-"),
-        ("rel err", lambda r: f"{r['rel_err_vs_fp32']:.2e}" if "rel_err_vs_fp32" in r else "-"),
-        ("hopper", lambda r: ("yes" if r.get("hopper_ran") else "NO") if "hopper_ran" in r else "-"),
-        ("note", lambda r: r.get("error", "")[:60]),
-    ]
-    rows = [[name for name, _ in cols]] + [[f(r) for _, f in cols] for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
+
+def geomeans(results):
+    out = {}
+    for suite in sorted({r["suite"] for r in results}):
+        rs = [r["ratio_ours_over_torch"] for r in results if r["suite"] == suite and "ratio_ours_over_torch" in r]
+        if rs:
+            out[suite] = {"geomean": math.exp(sum(math.log(x) for x in rs) / len(rs)), "min": min(rs), "n": len(rs)}
+    return out
+
+
+def print_table(results, md=None):
+    rows = [[name for name, _ in COLS]] + [[f(r) for _, f in COLS] for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLS))]
     for i, row in enumerate(rows):
-        print("  ".join(cell.rjust(w) if j not in (0, 1, 9) else cell.ljust(w)
-                        for j, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    gm = geomeans(results)
+    for suite, g in gm.items():
+        print(f"{suite}: geomean ours/torch {g['geomean']:.3f}, worst {g['min']:.3f} over {g['n']} cases")
+    if md:
+        with open(md, "w") as f:
+            f.write("| " + " | ".join(rows[0]) + " |\n|" + "---|" * len(COLS) + "\n")
+            for row in rows[1:]:
+                f.write("| " + " | ".join(row) + " |\n")
+            f.write("\n")
+            for suite, g in gm.items():
+                f.write(f"- {suite}: geomean ours/torch **{g['geomean']:.3f}**, worst {g['min']:.3f} ({g['n']} cases)\n")
 
 
 def main(argv=None):
@@ -206,31 +267,43 @@ def main(argv=None):
     import torch_tk
 
     if args.shapes:
-        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
+        lays = [s.strip().upper() for s in args.layouts.split(",") if s.strip()]
+        cases = [("custom", tuple(int(x) for x in sh.lower().split("x")), lay)
+                 for sh in args.shapes.split(",") for lay in lays]
     else:
-        shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
-    layouts = [s.strip().upper() for s in args.layouts.split(",") if s.strip()]
+        names = [n for n in SUITES if n != "quick"] if args.suite == "all" else args.suite.split(",")
+        for n in names:
+            if n not in SUITES:
+                print(f"bench_gemm.py: unknown suite {n!r}; choose from {', '.join(SUITES)} or all", file=sys.stderr)
+                return 2
+        cases = [(n, shape, lay) for n in names for (shape, lay) in SUITES[n]]
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    for d in dtypes:
+        if d not in DTYPES:
+            print(f"bench_gemm.py: unknown --dtype {d!r}; choose from {', '.join(DTYPES)}", file=sys.stderr)
+            return 2
 
     bench, timer_desc = make_timer(args)
     dev = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(dev)
+    bw = copy_bandwidth(bench)
     meta = {
         "device": torch.cuda.get_device_name(dev),
         "capability": list(torch.cuda.get_device_capability(dev)),
         "sm_count": props.multi_processor_count,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
-        "torch_tk": getattr(torch_tk, "__version__", None),
         "hopper_available": bool(torch_tk.hopper_available()),
         "timer": timer_desc,
         "rounds": args.rounds,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
-        "quick": args.quick,
+        "copy_bandwidth_GBps": bw / 1e9,
         "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
     }
     print(f"# {meta['device']} (sm_{meta['capability'][0]}{meta['capability'][1]}, {meta['sm_count']} SMs), "
-          f"torch {meta['torch']}, CUDA {meta['cuda']}, hopper_available={meta['hopper_available']}")
+          f"torch {meta['torch']}, CUDA {meta['cuda']}, hopper_available={meta['hopper_available']}, "
+          f"copy bandwidth {bw / 1e9:.0f} GB/s")
     print(f"# timer: {timer_desc}; {args.rounds} interleaved rounds per case")
     if not meta["hopper_available"]:
         print("# WARNING: the Hopper kernel is not available here: 'ours' is the fallback path", file=sys.stderr)
@@ -240,31 +313,29 @@ def main(argv=None):
     torch_tk.reset_kernel_counters()
     results = []
     t_start = time.time()
-    for (M, N, K) in shapes:
-        for layout in layouts:
+    for dname in dtypes:
+        for suite, (M, N, K), layout in cases:
             try:
-                rec = run_case(torch_tk, bench, M, N, K, layout, args.rounds, gen)
+                rec = run_case(torch_tk, bench, suite, M, N, K, layout, dname, args.rounds, gen,
+                               bw if suite == "skinny" else None, args.triton)
             except Exception as e:  # noqa: BLE001 - record and go on
-                rec = {"M": M, "N": N, "K": K, "layout": layout, "error": f"{type(e).__name__}: {e}"}
+                rec = {"suite": suite, "M": M, "N": N, "K": K, "layout": layout, "dtype": dname,
+                       "error": f"{type(e).__name__}: {e}"}
             results.append(rec)
-            if "error" in rec:
-                print(f"{M}x{N}x{K} {layout}: ERROR {rec['error']}", flush=True)
-            else:
-                print(f"{M}x{N}x{K} {layout}: ours {rec['ours_tflops']:.1f} TF/s ({rec['ours_ms']:.4f} ms), "
-                      f"torch {rec['torch_tflops']:.1f} TF/s ({rec['torch_ms']:.4f} ms), "
-                      f"ratio {rec['ratio_ours_over_torch']:.3f}, rel err {rec['rel_err_vs_fp32']:.2e}, "
-                      f"hopper {'yes' if rec['hopper_ran'] else 'NO'}", flush=True)
+            line = " ".join(f"{name}={f(rec)}" for name, f in COLS[1:])
+            print(line, flush=True)
             torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
     meta["kernel_counters_total"] = dict(torch_tk.kernel_counters())
     meta["fallback_reasons"] = list(torch_tk.fallback_reasons())
+    meta["geomeans"] = geomeans(results)
 
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=2)
         print(f"# wrote {args.out}")
     print()
-    print_table(results)
+    print_table(results, args.md)
     ok = all("error" not in r for r in results)
     return 0 if ok else 1
 

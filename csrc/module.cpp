@@ -7,6 +7,7 @@
 #include "kittens/common/fragments.h"
 #include "kittens/common/raster.h"
 #include "kittens/common/swizzle.h"
+#include "gemm/hopper/plan.h"
 
 namespace tk {
 #ifdef TK_WITH_CUDA
@@ -44,4 +45,32 @@ PYBIND11_MODULE(_C, m) {
         return std::make_tuple(c.m, c.n);
       },
       py::arg("block_id"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
+  m.def(
+      "split_k_range",
+      [](int s, int splits, int k_tiles) {
+        auto r = kittens::split_k_range(s, splits, k_tiles);
+        return std::make_tuple(r.begin, r.end);
+      },
+      py::arg("split"), py::arg("splits"), py::arg("k_tiles"));
+  m.def(
+      "work_unit",
+      [](int id, int tm, int tn, int g) {
+        auto w = kittens::work_unit(id, tm, tn, g);
+        return std::make_tuple(w.tile.m, w.tile.n, w.split);
+      },
+      py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
+  m.def(
+      "hopper_plan",
+      [](int M, int N, int K, int sms, bool all_widths) {
+        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths);
+        py::dict d;
+        d["swap_ab"] = p.swap_ab;
+        d["bn"] = p.bn;
+        d["splits"] = p.splits;
+        d["units"] = p.units;
+        d["grid"] = p.grid;
+        return d;
+      },
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true,
+      "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
 }

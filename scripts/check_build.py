@@ -38,7 +38,7 @@ def main():
         sass = subprocess.run([exe, "--dump-sass", so], capture_output=True, text=True).stdout
         n = sass.count("HGMMA")
         kernels = len(re.findall(r"Function : \S*gemm_kernel", sass))
-        assert kernels >= 16 and n >= 4 * kernels, f"expected HGMMA in every gemm kernel: {kernels} kernels, {n} HGMMA"
+        assert kernels >= 32 and n >= 4 * kernels, f"expected HGMMA in every gemm kernel: {kernels} kernels, {n} HGMMA"
         print(f"check_build: {kernels} sm_90a gemm kernels, {n} HGMMA instructions")
     if os.path.exists("build.log"):
         log = open("build.log").read()

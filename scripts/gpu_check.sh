@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole GPU check, one command on an H100/H200 (what every session and reviewer runs):
 #   build -> SASS/ptxas facts -> GPU tests -> compute-sanitizer -> benchmark -> demo -> summary.
-# Usage: bash scripts/gpu_check.sh [quick|nobench|sanitize]
+# Usage: bash scripts/gpu_check.sh [quick|nobench|sanitize|perf]
 #   quick: skip the benchmark, tests stop at the first failure; nobench: skip the benchmark only;
+#   perf: build, tests (stop at the first failure), benchmark; no sanitizer, no demo;
 #   sanitize: build + compute-sanitizer only, with racecheck over every kernel config (slow: it
 #   needs most of a 10-minute device call on its own).
-# Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 8 files.
+# Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 9 files.
+# TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -30,7 +32,7 @@ hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
 kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
 ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
-xflag=""; [ "$MODE" = quick ] && xflag="-x"
+xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
 export TK_FUZZ_REPORT="$OUT/fuzz.txt"  # test_fuzz.py writes its per-category worst errors here
 tests_rc=0; tests="(not run in $MODE mode)"
 if [ "$MODE" != sanitize ]; then
@@ -42,7 +44,8 @@ fi
 san=""
 # Time-boxed: under racecheck a spinning mbarrier wait can starve (seen once: no progress in 7 min).
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
-for tool in memcheck racecheck synccheck; do
+tools="memcheck racecheck synccheck"; [ "$MODE" = perf ] && tools=""
+for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
   # shape took more than 90 s on an H200 (2026-11-22); the full run is the `sanitize` mode's job.
   args=""; [ $tool != memcheck ] && args="--small"
@@ -53,19 +56,20 @@ for tool in memcheck racecheck synccheck; do
   san="$san $tool=rc$rc"
 done
 
-if [ "$MODE" = full ]; then
-  python3 benchmarks/bench_gemm.py --out "$OUT/bench.json" > "$OUT/bench.log" 2>&1 || echo "bench rc=$?"
+if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
+  python3 benchmarks/bench_gemm.py --suite "${TK_BENCH_SUITE:-all}" --out "$OUT/bench.json" --md "$OUT/bench.md" \
+    > "$OUT/bench.log" 2>&1 || echo "bench rc=$?"
 fi
 demo_rc=0
-[ "$MODE" != sanitize ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
+[ "$MODE" != sanitize ] && [ "$MODE" != perf ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
 echo "================ torch_tk GPU check ================"
 echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions"
 echo "ptxas (bf16 NN kernel): $ptxas"
 echo "tests (rc=$tests_rc): $tests"
 grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20
-echo "sanitizer:$san"; grep -E "ERROR SUMMARY|mismatches" "$OUT/sanitizer.log" | head -n 6
+echo "sanitizer:$san"; [ -f "$OUT/sanitizer.log" ] && grep -E "ERROR SUMMARY|RACECHECK SUMMARY|mismatches" "$OUT/sanitizer.log" | head -n 6
 [ -f "$OUT/fuzz.txt" ] && { echo "--- fuzz"; tail -n 30 "$OUT/fuzz.txt"; }
 [ -f "$OUT/demo.log" ] && { echo "--- demo (rc=$demo_rc)"; tail -n 8 "$OUT/demo.log"; }
-[ -f "$OUT/bench.log" ] && { echo "--- bench"; tail -n 25 "$OUT/bench.log"; }
+[ -f "$OUT/bench.log" ] && { echo "--- bench"; tail -n 70 "$OUT/bench.log"; }
 exit $tests_rc

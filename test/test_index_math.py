@@ -411,3 +411,49 @@ def test_grouped_tile_property(tiles_m, tiles_n, group_m):
     got = [tuple(_C.grouped_tile(p, tiles_m, tiles_n, group_m)) for p in range(tiles_m * tiles_n)]
     assert sorted(got) == list(itertools.product(range(tiles_m), range(tiles_n)))
     assert got == [grouped_raster_ref(p, tiles_m, tiles_n, group_m) for p in range(tiles_m * tiles_n)]
+
+
+# ----------------------------------------------------------------------------- persistent schedule
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 64))
+def test_split_k_ranges_tile_k_in_order(k_tiles, splits):
+    splits = min(splits, k_tiles)
+    ranges = [_C.split_k_range(s, splits, k_tiles) for s in range(splits)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == k_tiles
+    for (b0, e0), (b1, e1) in zip(ranges, ranges[1:]):
+        assert e0 == b1
+    assert all(e > b for b, e in ranges)  # every split has work
+
+
+@pytest.mark.parametrize("tm,tn,g,splits", [(1, 1, 8, 1), (3, 5, 8, 2), (17, 9, 8, 3), (64, 32, 8, 1), (2, 40, 8, 4)])
+def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
+    seen = {_C.work_unit(u, tm, tn, g) for u in range(tm * tn * splits)}
+    assert seen == {(m, n, s) for m in range(tm) for n in range(tn) for s in range(splits)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
+       st.booleans())
+def test_hopper_plan_invariants(M, N, K, sms, all_widths):
+    p = _C.hopper_plan(M, N, K, sms, all_widths)
+    assert p["swap_ab"] == (M <= 256 and N > M)
+    rows, cols = (N, M) if p["swap_ab"] else (M, N)
+    assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
+    if all_widths:  # the narrowest width that covers the kernel's columns
+        assert p["bn"] == (64 if cols <= 64 else 128 if cols <= 128 else 256)
+    tiles = -(-rows // 128) * -(-cols // p["bn"])
+    k_tiles = -(-K // 64)
+    assert 1 <= p["splits"] <= max(1, k_tiles // 4) and p["splits"] <= 16
+    if tiles >= sms:
+        assert p["splits"] == 1
+    assert p["units"] == tiles * p["splits"] and p["units"] <= max(tiles, sms)
+    assert p["grid"] == min(p["units"], sms)
+
+
+def test_hopper_plan_examples():
+    # the decisions documented in benchmarks/NOTES.md
+    assert _C.hopper_plan(8192, 8192, 8192, 132) == {"swap_ab": False, "bn": 256, "splits": 1, "units": 2048, "grid": 132}
+    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "units": 128, "grid": 128}
+    assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4

@@ -57,6 +57,18 @@ bool is_sm90(int device) {
   return cache[device] == 1;
 }
 
+// Streaming multiprocessors of `device`, read once per device (the persistent grid size).
+int sm_count(int device) {
+  static int cache[64] = {0};
+  if (device < 0 || device >= 64) return 1;
+  if (cache[device] == 0) {
+    int n = 0;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+    cache[device] = n > 0 ? n : 1;
+  }
+  return cache[device];
+}
+
 hopper::DType to_dtype(at::ScalarType t) {
   return t == at::kBFloat16 ? hopper::DType::bf16 : t == at::kHalf ? hopper::DType::fp16 : hopper::DType::fp32;
 }
@@ -105,6 +117,12 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   g.c_s1 = c.has_value() ? c->stride(1) : 0;
   g.alpha = static_cast<float>(alpha);
   g.beta = static_cast<float>(beta);
+  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32);
+  at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
+  if (g.plan.splits > 1) {
+    workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
+    g.workspace = workspace.data_ptr<float>();
+  }
   const char* err = hopper::gemm_launch(g, c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == nullptr, "tk: Hopper GEMM launch failed: ", err);
   count_call(Path::hopper);

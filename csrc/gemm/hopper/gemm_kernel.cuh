@@ -16,27 +16,39 @@ namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
 
-template <typename T, typename OutT, bool AMn, bool BMn>
+// One kernel configuration. The kernel computes out = X (rows x K) . Y (K x cols); the host
+// maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
+template <typename T, typename OutT, bool XMn, bool YMn, int BN_>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
-  static constexpr bool kAMn = AMn, kBMn = BMn;
-  static constexpr int BM = 128, BN = 128, STAGES = 4, CONSUMERS = 2, GROUP_M = 8;
-  using a_tile = st_operand<BM, AMn>;
-  using b_tile = st_operand<BN, BMn>;
+  static constexpr bool kAMn = XMn, kBMn = YMn;
+  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, GROUP_M = 8;
+  using a_tile = st_operand<BM, XMn>;
+  using b_tile = st_operand<BN, YMn>;
   static constexpr int BK = a_tile::kK;
   static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
+  // As many stages as fit in ~200 KB (227 KB is the sm_90 per-block limit), at most 8:
+  // BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
+  static constexpr int STAGES = (200 * 1024 / STAGE_BYTES) < 8 ? (200 * 1024 / STAGE_BYTES) : 8;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // +1024: base alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  static_assert(STAGES >= 4, "pipeline too shallow");
 };
 
+// Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
+// strides). With splits > 1 the raw fp32 sums go to partial[split * o_split + same offset] and
+// splitk_reduce_kernel applies alpha/beta/C.
 template <typename OutT>
 struct Epilogue {
-  OutT* out;        // row-major, ld = N
+  OutT* out;
+  int64_t o_s0, o_s1;
   const OutT* c;    // nullptr: no C term
   int64_t c_s0, c_s1;
   float alpha, beta;
+  float* partial;   // used when splits > 1
+  int64_t o_split;
 };
 
 template <typename OutT> __device__ __forceinline__ OutT from_f32(float v);
@@ -59,18 +71,62 @@ __device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
   }
 }
 
+// Consumer warpgroup epilogue of one work unit: acc (this warpgroup's 64 x BN strip) -> global.
+template <class L, int R>
+__device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue<typename L::out_t>& ep, int row0,
+                                           int n0, int M, int N, int split, bool partial) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  // (row * o_s0 + even col) is 2-element aligned when the columns are contiguous and o_s0 even.
+  const bool pair_ok = ep.o_s1 == 1 && (ep.o_s0 % 2) == 0;
+#pragma unroll
+  for (int r = 0; r < R; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    const int row = row0 + rc.row, col = n0 + rc.col;
+    if (row >= M || col >= N) continue;
+    const bool has1 = col + 1 < N;
+    const int64_t off = row * ep.o_s0 + col * ep.o_s1;
+    if (partial) {
+      float* o = ep.partial + split * ep.o_split + off;
+      if (has1 && pair_ok) {
+        *reinterpret_cast<float2*>(o) = make_float2(acc[r], acc[r + 1]);
+      } else {
+        o[0] = acc[r];
+        if (has1) o[ep.o_s1] = acc[r + 1];
+      }
+      continue;
+    }
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    if (ep.c != nullptr) {
+      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+      v0 += ep.beta * to_f32(c[0]);
+      if (has1) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    }
+    OutT* o = ep.out + off;
+    if (has1 && pair_ok) {
+      store_pair(o, v0, v1);
+    } else {
+      o[0] = from_f32<OutT>(v0);
+      if (has1) o[ep.o_s1] = from_f32<OutT>(v1);
+    }
+  }
+}
+
+// Persistent: CTA b takes work units b, b + gridDim.x, ... (kittens::work_unit). The stage ring
+// and its parities run on across units, so the producer fills the next unit's stages while the
+// consumers are still in the previous unit's epilogue.
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                Epilogue<typename L::out_t> ep, int M, int N, int K) {
+                Epilogue<typename L::out_t> ep, int M, int N, int K, int splits) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::STAGES * L::STAGE_BYTES);
   uint64_t* empty = full + L::STAGES;
 
-  const TileCoord tile = grouped_tile(blockIdx.x, ceil_div(M, L::BM), ceil_div(N, L::BN), L::GROUP_M);
-  const int m0 = tile.m * L::BM, n0 = tile.n * L::BN;
+  const int tiles_m = ceil_div(M, L::BM), tiles_n = ceil_div(N, L::BN);
+  const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
 
   if (threadIdx.x == 0) {
@@ -88,13 +144,19 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % L::STAGES;
-        mbar_wait(&empty[s], ((kt / L::STAGES) & 1) ^ 1);  // first round passes at once
-        mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
-        uint8_t* stage = smem + s * L::STAGE_BYTES;
-        L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
-        L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+      int it = 0;  // k iterations issued by this CTA, across units
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M);
+        const KRange kr = split_k_range(w.split, splits, k_tiles);
+        const int m0 = w.tile.m * L::BM, n0 = w.tile.n * L::BN;
+        for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
+          const int s = it % L::STAGES;
+          mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
+          mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
+          uint8_t* stage = smem + s * L::STAGE_BYTES;
+          L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
+          L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+        }
       }
     }
   } else {
@@ -102,56 +164,54 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     setmaxnreg_inc<L::CONSUMER_REGS>();
     const int cw = warpgroup_id() - 1;
     const bool warp_leader = (threadIdx.x % 32) == 0;
-    float acc[L::BN / 2];
-#pragma unroll
-    for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
-    constexpr bool kBf16 = sizeof(typename L::in_t) == 2 && std::is_same_v<typename L::in_t, __nv_bfloat16>;
+    constexpr bool kBf16 = std::is_same_v<typename L::in_t, __nv_bfloat16>;
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
-
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % L::STAGES;
-      mbar_wait(&full[s], (kt / L::STAGES) & 1);
-      const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
-      const uint32_t b_base = a_base + L::a_tile::kBytes;
-      wgmma_fence();
+    float acc[L::BN / 2];
+    int it = 0;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M);
+      const KRange kr = split_k_range(w.split, splits, k_tiles);
 #pragma unroll
-      for (int kk = 0; kk < L::BK / 16; ++kk)
-        mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
-      wgmma_commit();
-      // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
-      wgmma_wait<1>();
+      for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
+      for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
+        const int s = it % L::STAGES;
+        mbar_wait(&full[s], (it / L::STAGES) & 1);
+        const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
+        const uint32_t b_base = a_base + L::a_tile::kBytes;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < L::BK / 16; ++kk)
+          mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
+        wgmma_commit();
+        // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
+        wgmma_wait<1>();
+        fence_regs(acc);
+        if (kt > kr.begin && warp_leader) mbar_arrive(&empty[(it - 1) % L::STAGES]);
+      }
+      wgmma_wait<0>();
       fence_regs(acc);
-      if (kt > 0 && warp_leader) mbar_arrive(&empty[(kt - 1) % L::STAGES]);
-    }
-    wgmma_wait<0>();
-    fence_regs(acc);
-
-    // ---- epilogue: out = alpha * acc + beta * C, masked at the M/N tails ----
-    using OutT = typename L::out_t;
-    const int t = thread_in_warpgroup();
-    const bool pair_ok = (N % 2) == 0;  // (row*N + even col) is then 2-element aligned
-#pragma unroll
-    for (int r = 0; r < L::BN / 2; r += 2) {
-      const RowCol rc = wgmma_acc_coord(t, r);
-      const int row = m0 + cw * 64 + rc.row, col = n0 + rc.col;
-      if (row >= M || col >= N) continue;
-      float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-      const bool has1 = col + 1 < N;
-      if (ep.c != nullptr) {
-        const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
-        v0 += ep.beta * to_f32(c[0]);
-        if (has1) v1 += ep.beta * to_f32(c[ep.c_s1]);
-      }
-      OutT* o = ep.out + static_cast<int64_t>(row) * N + col;
-      if (has1 && pair_ok) {
-        store_pair(o, v0, v1);
-      } else {
-        o[0] = from_f32<OutT>(v0);
-        if (has1) o[1] = from_f32<OutT>(v1);
-      }
+      if (warp_leader) mbar_arrive(&empty[(it - 1) % L::STAGES]);
+      store_unit<L>(acc, ep, w.tile.m * L::BM + cw * 64, w.tile.n * L::BN, M, N, w.split, splits > 1);
     }
   }
 #endif
+}
+
+// Split-K finish: out[m, n] = alpha * sum_s partial[s, m, n] (fixed order: deterministic) + beta * C.
+// partial and out share the row-major (ld = N) original layout.
+template <typename OutT>
+__global__ void splitk_reduce_kernel(Epilogue<OutT> ep, int M, int N, int splits) {
+  const int64_t total = int64_t(M) * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    float v = 0.f;
+    for (int s = 0; s < splits; ++s) v += ep.partial[s * ep.o_split + i];
+    v *= ep.alpha;
+    if (ep.c != nullptr) {
+      const int64_t m = i / N, n = i - m * N;
+      v += ep.beta * to_f32(ep.c[m * ep.c_s0 + n * ep.c_s1]);
+    }
+    ep.out[i] = from_f32<OutT>(v);
+  }
 }
 
 }  // namespace tk::hopper

@@ -1,6 +1,7 @@
-// Plain C++ interface of the Hopper GEMM (no torch types), so the kernel TU stays light.
+// Plain C++ interface of the Hopper GEMM (no torch types), so the kernel TUs stay light.
 #pragma once
 #include <cstdint>
+#include "plan.h"
 
 namespace tk::hopper {
 
@@ -24,9 +25,16 @@ struct GemmArgs {
   const void* c;    // nullptr: no C term; same dtype as out
   int64_t c_s0, c_s1;
   float alpha, beta;
+  GemmPlan plan;    // plan_gemm(M, N, K, SMs, out_dtype != fp32)
+  float* workspace; // plan.splits * M * N floats when plan.splits > 1, else unused
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.
 const char* gemm_launch(const GemmArgs& args, void* stream);
+
+// One (input, output, tile width) family of kernels; defined in launch_impl.cuh, instantiated
+// one family per translation unit (launch_inst_*.cu) so the builds run in parallel.
+template <typename T, typename OutT, int BN>
+const char* launch_family(const GemmArgs& args, void* stream);
 
 }  // namespace tk::hopper

@@ -21,3 +21,28 @@ TK_HD TileCoord grouped_tile(int id, int tiles_m, int tiles_n, int group_m) {
 }
 
 }  // namespace kittens
+
+namespace kittens {
+
+// Split-K: split s of `splits` covers k tiles [begin, end); every split gets >= 1 tile when
+// splits <= k_tiles, and the splits tile [0, k_tiles) in order.
+struct KRange {
+  int begin;
+  int end;
+};
+TK_HD KRange split_k_range(int s, int splits, int k_tiles) {
+  return KRange{static_cast<int>(int64_t(s) * k_tiles / splits), static_cast<int>(int64_t(s + 1) * k_tiles / splits)};
+}
+
+// Persistent work unit `id` of tiles_m * tiles_n * splits: the split is the slowest index, so the
+// units running at the same time share operand rows/columns through the grouped raster.
+struct WorkUnit {
+  TileCoord tile;
+  int split;
+};
+TK_HD WorkUnit work_unit(int id, int tiles_m, int tiles_n, int group_m) {
+  const int tiles = tiles_m * tiles_n;
+  return WorkUnit{grouped_tile(id % tiles, tiles_m, tiles_n, group_m), id / tiles};
+}
+
+}  // namespace kittens

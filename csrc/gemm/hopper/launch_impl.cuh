@@ -1,0 +1,98 @@
+// Host launcher of one kernel family: maps A.B (or, swap-AB, B^T.A^T) onto the kernel's X.Y,
+// encodes the TMA descriptors, launches the persistent GEMM and, for split-K, the reduction.
+#pragma once
+#include "launch.h"
+#include "gemm_kernel.cuh"
+#include "../../kittens/hopper/gl.cuh"
+
+namespace tk::hopper {
+
+namespace detail {
+
+template <typename T> constexpr CUtensorMapDataType tma_dtype();
+template <> constexpr CUtensorMapDataType tma_dtype<__nv_bfloat16>() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
+template <> constexpr CUtensorMapDataType tma_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+
+// X (rows x K) and Y (K x cols) of the kernel, in the caller's memory.
+struct KernelOperands {
+  const void* x;
+  int64_t ldx;
+  const void* y;
+  int64_t ldy;
+  int rows, cols;
+};
+
+template <class L>
+const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStream_t stream) {
+  using T = typename L::in_t;
+  using OutT = typename L::out_t;
+  const uint64_t K = uint64_t(g.K);
+  // X: K-major map dims {K, rows}; MN-major dims {rows, K}. Y likewise with cols.
+  const gl2d gx = L::kAMn ? gl2d{op.x, uint64_t(op.rows), K, uint64_t(op.ldx), 2} : gl2d{op.x, K, uint64_t(op.rows), uint64_t(op.ldx), 2};
+  const gl2d gy = L::kBMn ? gl2d{op.y, uint64_t(op.cols), K, uint64_t(op.ldy), 2} : gl2d{op.y, K, uint64_t(op.cols), uint64_t(op.ldy), 2};
+  if (!tma_describable(gx) || !tma_describable(gy)) return "an operand cannot be described by a TMA descriptor";
+  CUtensorMap tx, ty;
+  if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter) != CUDA_SUCCESS ||
+      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter) != CUDA_SUCCESS)
+    return "cuTensorMapEncodeTiled failed";
+
+  const GemmPlan& p = g.plan;
+  const int64_t units = int64_t(ceil_div(op.rows, L::BM)) * ceil_div(op.cols, L::BN) * p.splits;
+  if (units != p.units || units > 0x7fffffff) return "work units do not match the plan (or exceed 2^31-1)";
+  if (p.splits > 1 && g.workspace == nullptr) return "split-K needs a workspace";
+  // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
+  const int64_t N = g.N;
+  Epilogue<OutT> ep{static_cast<OutT*>(g.out),
+                    p.swap_ab ? 1 : N,
+                    p.swap_ab ? N : 1,
+                    static_cast<const OutT*>(g.c),
+                    p.swap_ab ? g.c_s1 : g.c_s0,
+                    p.swap_ab ? g.c_s0 : g.c_s1,
+                    g.alpha,
+                    g.beta,
+                    g.workspace,
+                    int64_t(g.M) * N};
+
+  auto kernel = gemm_kernel<L>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, ep, op.rows, op.cols, g.K,
+                                                                               p.splits);
+  if (p.splits > 1) {
+    // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
+    Epilogue<OutT> red = ep;
+    red.c_s0 = g.c_s0;
+    red.c_s1 = g.c_s1;
+    const int64_t total = int64_t(g.M) * N;
+    const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65535));
+    splitk_reduce_kernel<OutT><<<blocks, 256, 0, stream>>>(red, g.M, g.N, p.splits);
+  }
+  err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+}  // namespace detail
+
+template <typename T, typename OutT, int BN>
+const char* launch_family(const GemmArgs& g, void* stream) {
+  using detail::launch_layout;
+  const auto s = static_cast<cudaStream_t>(stream);
+  // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
+  // exactly when A is column-major).
+  const bool swap = g.plan.swap_ab;
+  const detail::KernelOperands op = swap ? detail::KernelOperands{g.b, g.ldb, g.a, g.lda, g.N, g.M}
+                                         : detail::KernelOperands{g.a, g.lda, g.b, g.ldb, g.M, g.N};
+  const bool x_mn = swap ? g.b_mn : g.a_mn, y_mn = swap ? g.a_mn : g.b_mn;
+  if (x_mn) {
+    return y_mn ? launch_layout<gemm_layout<T, OutT, true, true, BN>>(g, op, s)
+                : launch_layout<gemm_layout<T, OutT, true, false, BN>>(g, op, s);
+  }
+  return y_mn ? launch_layout<gemm_layout<T, OutT, false, true, BN>>(g, op, s)
+              : launch_layout<gemm_layout<T, OutT, false, false, BN>>(g, op, s);
+}
+
+}  // namespace tk::hopper
+
+// Explicit instantiation of one family (used by the launch_inst_*.cu files).
+#define TK_HOPPER_FAMILY(T, OutT, BN) \
+  template const char* tk::hopper::launch_family<T, OutT, BN>(const tk::hopper::GemmArgs&, void*);

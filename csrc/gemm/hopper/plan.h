@@ -1,0 +1,52 @@
+// Per-shape kernel choice for the Hopper GEMM (host only, no CUDA types; exported to Python as
+// torch_tk._C.hopper_plan so the heuristic is tested and documented in one place).
+//
+// The kernel computes a 128 x BN output tile per work unit; units are (tile, K split) pairs walked
+// by a persistent grid of min(units, SMs) CTAs. Choices, measured on an H100/H200 (see
+// benchmarks/NOTES.md):
+//  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
+//    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
+//  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
+//    shared-memory bytes per MAC than 128).
+//  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
+//    are fewer tiles than SMs, so that every SM streams operands.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+namespace tk::hopper {
+
+struct GemmPlan {
+  bool swap_ab;  // kernel rows are N, kernel columns are M
+  int bn;        // 64, 128 or 256
+  int splits;    // >= 1
+  int64_t units; // tiles * splits
+  int grid;      // CTAs launched (persistent)
+};
+
+constexpr int kPlanBM = 128, kPlanBK = 64;
+
+inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
+  return ((rows + kPlanBM - 1) / kPlanBM) * ((cols + bn - 1) / bn);
+}
+
+// all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
+inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true) {
+  GemmPlan p{};
+  p.swap_ab = M <= 256 && N > M;
+  const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
+  p.bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
+  if (!all_widths) p.bn = 128;
+  const int64_t tiles = plan_tiles(rows, cols, p.bn);
+  const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
+  p.splits = 1;
+  if (tiles < num_sms) {
+    // Each split keeps >= 4 k tiles (the pipeline depth) so the prologue is amortised.
+    p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / 4, 16}));
+  }
+  p.units = tiles * p.splits;
+  p.grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(p.units, num_sms)));
+  return p;
+}
+
+}  // namespace tk::hopper
