@@ -75,7 +75,7 @@ ext_cls = cpp_extension.CppExtension
 nvcc_flags = []
 if cuda_home:
     ext_cls = cpp_extension.CUDAExtension
-    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu"] + sorted(
+    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu", "csrc/gemm/hopper/pad_copy.cu"] + sorted(
         str(p) for p in pathlib.Path("csrc/gemm/hopper").glob("launch_inst_*.cu"))
     define = [("TK_WITH_CUDA", "1")]
     # The Hopper kernels need the arch-specific sm_90a target (wgmma, setmaxnreg). Any other

@@ -29,7 +29,9 @@ bool tma_ok(const at::Tensor& x, int64_t ld) {
 
 // Row-major: lines are rows; column-major: lines are columns. A size-1 dimension's stride is
 // meaningless, so any aligned ld is used for it (TMA never reads past the single line).
-Operand describe(const at::Tensor& x) {
+// A row- or column-major operand whose pitch or address TMA cannot take is re-pitched in the same
+// major order by the vectorized pad_lines kernel; other strides are copied to row-major by torch.
+Operand describe(const at::Tensor& x, cudaStream_t stream) {
   const int64_t R = x.size(0), C = x.size(1), s0 = x.stride(0), s1 = x.stride(1);
   const bool rm = (C == 1 || s1 == 1) && (R == 1 || s0 >= C);
   const int64_t rm_ld = R == 1 ? kittens::round_up(C, 8) : s0;
@@ -37,7 +39,16 @@ Operand describe(const at::Tensor& x) {
   const bool cm = (R == 1 || s0 == 1) && (C == 1 || s1 >= R);
   const int64_t cm_ld = C == 1 ? kittens::round_up(R, 8) : s1;
   if (cm && tma_ok(x, cm_ld)) return {x, cm_ld, false};
-  const int64_t ld = kittens::round_up(C, kAlign / x.element_size());  // strides TMA cannot describe: copy
+  const int64_t per16 = kAlign / x.element_size();
+  if ((rm || cm) && x.element_size() == 2) {
+    const int64_t lines = rm ? R : C, inner = rm ? C : R, src_ld = rm ? (R == 1 ? C : s0) : (C == 1 ? R : s1);
+    const int64_t ld = kittens::round_up(inner, per16);
+    at::Tensor buf = at::empty({lines, ld}, x.options());
+    const char* err = hopper::pad_lines_launch(x.data_ptr(), src_ld, buf.data_ptr(), ld, lines, inner, stream);
+    TORCH_CHECK(err == nullptr, "tk: ", err);
+    return {buf, ld, rm};
+  }
+  const int64_t ld = kittens::round_up(C, per16);  // strides TMA cannot describe: copy
   at::Tensor buf = at::empty({R, ld}, x.options());
   buf.narrow(1, 0, C).copy_(x);
   return {buf, ld, true};
@@ -98,7 +109,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     C10_CUDA_CHECK(cudaSetDevice(a.get_device()));
     context_ready_for = a.get_device();
   }
-  const Operand A = describe(a), B = describe(b);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  const Operand A = describe(a, stream), B = describe(b, stream);
   hopper::GemmArgs g{};
   g.a = A.keep.data_ptr();
   g.lda = A.ld;
@@ -123,7 +135,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
     g.workspace = workspace.data_ptr<float>();
   }
-  const char* err = hopper::gemm_launch(g, c10::cuda::getCurrentCUDAStream().stream());
+  const char* err = hopper::gemm_launch(g, stream);
   TORCH_CHECK(err == nullptr, "tk: Hopper GEMM launch failed: ", err);
   count_call(Path::hopper);
   return true;

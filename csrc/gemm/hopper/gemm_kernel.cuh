@@ -28,11 +28,17 @@ struct gemm_layout {
   using b_tile = st_operand<BN, YMn>;
   static constexpr int BK = a_tile::kK;
   static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
-  // As many stages as fit in ~200 KB (227 KB is the sm_90 per-block limit), at most 8:
-  // BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
-  static constexpr int STAGES = (200 * 1024 / STAGE_BYTES) < 8 ? (200 * 1024 / STAGE_BYTES) : 8;
+  // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x STORE_COLS
+  // columns as 64 x 64 boxes of 128-B swizzled rows, BN / STORE_COLS rounds per unit.
+  static constexpr bool kTmaStore = sizeof(OutT) == 2;
+  static constexpr int STORE_COLS = BN < 128 ? BN : 128;
+  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 64 * STORE_COLS * 2 : 0;
+  // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
+  // most 8: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
+  static constexpr int kFit = (232448 - 1024 - 256 - STAGING_BYTES) / STAGE_BYTES;
+  static constexpr int STAGES = kFit < 8 ? kFit : 8;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // +1024: base alignment
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + 2 * STAGES * 8 + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(STAGES >= 4, "pipeline too shallow");
 };
@@ -55,6 +61,9 @@ template <typename OutT> __device__ __forceinline__ OutT from_f32(float v);
 template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+
+__device__ __forceinline__ uint16_t bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+__device__ __forceinline__ uint16_t bits16(__half v) { return __half_as_ushort(v); }
 
 // (torch builds define __CUDA_NO_HALF_CONVERSIONS__, so conversions are spelled out)
 __device__ __forceinline__ float to_f32(float v) { return v; }
@@ -112,23 +121,79 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
   }
 }
 
+// TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
+// swizzled staging boxes -> one thread issues the box stores, which run on while the warpgroup
+// starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
+// rows as k (kittens::mnmajor_offset), so the 4-byte writes of a warp hit 32 distinct banks.
+template <class L, int H, int R>
+__device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
+                                                int M, int N, int cw) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  const uint32_t stage_base = smem_u32(staging);
+  // The staging buffer is free once the previous stores from it have read it.
+  if (t == 0) tma_store_wait_read<0>();
+  named_barrier(1 + cw, kWarpgroupThreads);
+#pragma unroll
+  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    const int row = row0 + rc.row, col = n0 + rc.col;
+    if (ep.c != nullptr && row < M && col < N) {  // outside the tensor the store is clipped
+      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+      v0 += ep.beta * to_f32(c[0]);
+      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    }
+    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
+    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
+  }
+  fence_proxy_async_smem();
+  named_barrier(1 + cw, kWarpgroupThreads);
+  if (t == 0) {
+#pragma unroll
+    for (int b = 0; b < L::STORE_COLS / 64; ++b)
+      tma_store_2d(tm_out, staging + b * mnmajor_chunk_bytes(), n0 + H * L::STORE_COLS + b * 64, row0);
+    tma_store_commit();
+  }
+}
+
+// TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
+// swizzled staging boxes -> one thread issues the box stores, which run on while the warpgroup
+// starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
+// rows as k (kittens::mnmajor_offset), so the 4-byte writes of a warp hit 32 distinct banks.
+// Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
+template <class L, int R>
+__device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                               const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
+                                               int M, int N, int cw) {
+  static_assert(L::BN / L::STORE_COLS <= 2, "at most two staging rounds");
+  store_round_tma<L, 0>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  if constexpr (L::BN / L::STORE_COLS == 2) store_round_tma<L, 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+}
+
 // Persistent: CTA b takes work units b, b + gridDim.x, ... (kittens::work_unit). The stage ring
 // and its parities run on across units, so the producer fills the next unit's stages while the
 // consumers are still in the previous unit's epilogue.
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                Epilogue<typename L::out_t> ep, int M, int N, int K, int splits) {
+                const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
+                int splits, int tma_store) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::STAGES * L::STAGE_BYTES);
+  uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
 
   const int tiles_m = ceil_div(M, L::BM), tiles_n = ceil_div(N, L::BN);
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
 
+  // Let a dependent launch (the split-K reduction) get scheduled now; it waits for our completion.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
@@ -191,7 +256,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       wgmma_wait<0>();
       fence_regs(acc);
       if (warp_leader) mbar_arrive(&empty[(it - 1) % L::STAGES]);
-      store_unit<L>(acc, ep, w.tile.m * L::BM + cw * 64, w.tile.n * L::BN, M, N, w.split, splits > 1);
+      const int row0 = w.tile.m * L::BM + cw * 64, n0 = w.tile.n * L::BN;
+      if constexpr (L::kTmaStore) {
+        if (tma_store) {
+          store_unit_tma<L>(acc, ep, &tm_out, staging + cw * (L::STAGING_BYTES / L::CONSUMERS), row0, n0, M, N, cw);
+          continue;
+        }
+      }
+      store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
+    }
+    if constexpr (L::kTmaStore) {
+      if (tma_store && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit
     }
   }
 #endif
@@ -199,8 +274,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 
 // Split-K finish: out[m, n] = alpha * sum_s partial[s, m, n] (fixed order: deterministic) + beta * C.
 // partial and out share the row-major (ld = N) original layout.
+// Launched as a programmatic dependent of the GEMM (PDL): its CTAs may start while the GEMM
+// runs, and griddepcontrol.wait returns once the GEMM grid has completed and its writes are visible.
 template <typename OutT>
 __global__ void splitk_reduce_kernel(Epilogue<OutT> ep, int M, int N, int splits) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const int64_t total = int64_t(M) * N;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     float v = 0.f;

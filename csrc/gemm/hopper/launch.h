@@ -38,3 +38,10 @@ template <typename T, typename OutT, int BN>
 const char* launch_family(const GemmArgs& args, void* stream);
 
 }  // namespace tk::hopper
+
+namespace tk::hopper {
+// dst (lines x ld_dst, 16-B aligned, ld_dst % 8 == 0) <- src (lines x inner 16-bit elements,
+// line pitch ld_src, any 2-B aligned address), zero-padded. nullptr on success.
+const char* pad_lines_launch(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
+                             int64_t inner, void* stream);
+}  // namespace tk::hopper

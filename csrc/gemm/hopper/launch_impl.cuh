@@ -1,6 +1,8 @@
 // Host launcher of one kernel family: maps A.B (or, swap-AB, B^T.A^T) onto the kernel's X.Y,
 // encodes the TMA descriptors, launches the persistent GEMM and, for split-K, the reduction.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include "launch.h"
 #include "gemm_kernel.cuh"
 #include "../../kittens/hopper/gl.cuh"
@@ -12,6 +14,7 @@ namespace detail {
 template <typename T> constexpr CUtensorMapDataType tma_dtype();
 template <> constexpr CUtensorMapDataType tma_dtype<__nv_bfloat16>() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
 template <> constexpr CUtensorMapDataType tma_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+template <> constexpr CUtensorMapDataType tma_dtype<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
 
 // X (rows x K) and Y (K x cols) of the kernel, in the caller's memory.
 struct KernelOperands {
@@ -53,11 +56,30 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                     g.workspace,
                     int64_t(g.M) * N};
 
+  // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
+  // 16-B aligned row pitch; otherwise the epilogue stores from registers.
+  CUtensorMap tout{};
+  bool tma_store = L::kTmaStore && !p.swap_ab && p.splits == 1 && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
+  if (tma_store) {
+    const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
+    tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS;
+  }
+
   auto kernel = gemm_kernel<L>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+  // The shared-memory opt-in is a per-device function attribute: set once per device.
+  static std::atomic<uint64_t> attr_set{0};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return cudaGetErrorString(err);
-  kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, ep, op.rows, op.cols, g.K,
-                                                                               p.splits);
+  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+  if (bit == 0 || !(attr_set.load(std::memory_order_acquire) & bit)) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+    attr_set.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
+                                                                               g.K, p.splits, tma_store ? 1 : 0);
   if (p.splits > 1) {
     // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;
@@ -65,7 +87,17 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     red.c_s1 = g.c_s1;
     const int64_t total = int64_t(g.M) * N;
     const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65535));
-    splitk_reduce_kernel<OutT><<<blocks, 256, 0, stream>>>(red, g.M, g.N, p.splits);
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(256);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL: overlap the launch
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    err = cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<OutT>, red, g.M, g.N, p.splits);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);

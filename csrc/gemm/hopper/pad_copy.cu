@@ -1,0 +1,78 @@
+// Pitch-aligning copy of a 16-bit operand whose line pitch TMA cannot describe (a pitch that is
+// not a multiple of 16 B, e.g. 8191 columns): dst line l = src line l, zero-padded to ld_dst.
+// Each thread writes one aligned 16-B chunk (8 elements) and reads the (possibly unaligned) 16
+// source bytes as one or two aligned 16-B vectors joined by funnel shifts, so the copy runs at
+// vector width instead of element width. Reads never leave the 16-B granules holding valid data.
+#include <cuda_runtime.h>
+#include <cstdint>
+#include "launch.h"
+
+namespace tk::hopper {
+namespace {
+
+// Word j (0..3) of the 16 bytes starting `shift` bytes (even, 0..14) into the 32-byte window w.
+template <int WS>
+__device__ __forceinline__ uint4 window(const uint32_t (&w)[8], bool half) {
+  uint32_t o[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) o[j] = half ? __funnelshift_r(w[WS + j], w[WS + j + 1], 16) : w[WS + j];
+  return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+__global__ void pad_lines_kernel(const uint16_t* __restrict__ src, int64_t ld_src, uint16_t* __restrict__ dst,
+                                 int64_t ld_dst, int64_t lines, int64_t inner) {
+  const int64_t chunks_per_line = ld_dst / 8;
+  const int64_t total = lines * chunks_per_line;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t l = i / chunks_per_line, q = i - l * chunks_per_line;
+    const int64_t e0 = q * 8;
+    uint4 out = make_uint4(0, 0, 0, 0);
+    if (e0 < inner) {
+      const int64_t n = inner - e0 < 8 ? inner - e0 : 8;  // valid elements in this chunk
+      const uintptr_t a = reinterpret_cast<uintptr_t>(src + l * ld_src + e0);
+      const uintptr_t base = a & ~uintptr_t(15);
+      const int shift = int(a - base);  // even
+      uint32_t w[8];
+      const uint4 v0 = *reinterpret_cast<const uint4*>(base);
+      w[0] = v0.x, w[1] = v0.y, w[2] = v0.z, w[3] = v0.w;
+      w[4] = w[5] = w[6] = w[7] = 0;
+      if (a + 2 * n > base + 16) {  // the chunk's last valid byte lies in the next granule
+        const uint4 v1 = *reinterpret_cast<const uint4*>(base + 16);
+        w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
+      }
+      const bool half = (shift & 2) != 0;
+      switch (shift >> 2) {
+        case 0: out = window<0>(w, half); break;
+        case 1: out = window<1>(w, half); break;
+        case 2: out = window<2>(w, half); break;
+        default: out = window<3>(w, half); break;
+      }
+      if (n < 8) {  // zero the pad elements (they are never read through the descriptor)
+        uint32_t* o = reinterpret_cast<uint32_t*>(&out);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (2 * j >= n) o[j] = 0;
+          else if (2 * j + 1 >= n) o[j] &= 0xffffu;
+        }
+      }
+    }
+    *reinterpret_cast<uint4*>(dst + l * ld_dst + e0) = out;
+  }
+}
+
+}  // namespace
+
+const char* pad_lines_launch(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
+                             int64_t inner, void* stream) {
+  if (ld_dst % 8 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % 2 != 0 ||
+      inner > ld_dst || lines < 1 || inner < 1)
+    return "pad_lines: bad arguments";
+  const int64_t total = lines * (ld_dst / 8);
+  const unsigned blocks = unsigned(total / 256 + 1 < 65535 * 8 ? total / 256 + 1 : 65535 * 8);
+  pad_lines_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint16_t*>(src), ld_src, static_cast<uint16_t*>(dst), ld_dst, lines, inner);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+}  // namespace tk::hopper
