@@ -3,8 +3,9 @@ dispatcher can pick on tail shapes, each result checked, so the tool sees real l
 
 Kernels: (bf16 | fp16) x (same | fp32 output) x 4 layouts x tile width. The --small shapes pick,
 through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> swap-AB, 128x64
-tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles. fp32 output always uses
-128x128 tiles (swap-AB/split-K included via the same shapes)."""
+tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x72 -> 2-CTA
+clusters with B multicast (9 row tiles: the last cluster has a CTA past the end). fp32 output
+always uses 128x128 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
 import torch
@@ -14,7 +15,7 @@ import torch_tk
 
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
-    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64))
+    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 72))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300))
     if not torch_tk.hopper_available():

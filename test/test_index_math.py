@@ -448,12 +448,20 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert 1 <= p["splits"] <= max(1, k_tiles // 4) and p["splits"] <= 16
     if tiles >= sms:
         assert p["splits"] == 1
-    assert p["units"] == tiles * p["splits"] and p["units"] <= max(tiles, sms)
-    assert p["grid"] == min(p["units"], sms)
+    tiles_m = -(-rows // 128)
+    assert p["cluster"] in (1, 2)
+    if p["cluster"] == 2:  # only large plain 128x256 problems share B across a 2-CTA cluster
+        assert p["bn"] == 256 and p["splits"] == 1 and not p["swap_ab"] and tiles_m >= 2 and tiles >= sms
+    assert p["units"] == -(-tiles_m // p["cluster"]) * (tiles // tiles_m) * p["splits"]
+    assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
+    assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
+    assert _C.hopper_plan(M, N, K, sms, all_widths, 1)["cluster"] == 1
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
-    assert _C.hopper_plan(8192, 8192, 8192, 132) == {"swap_ab": False, "bn": 256, "splits": 1, "units": 2048, "grid": 132}
-    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "units": 128, "grid": 128}
+    assert _C.hopper_plan(8192, 8192, 8192, 132) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
+                                                     "units": 1024, "grid": 132}
+    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
+                                                  "units": 128, "grid": 128}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4

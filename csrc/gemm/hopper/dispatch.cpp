@@ -7,6 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "../../counters.h"
 #include "../../kittens/common/base.h"
 #include "../../ops.h"
@@ -129,7 +132,12 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   g.c_s1 = c.has_value() ? c->stride(1) : 0;
   g.alpha = static_cast<float>(alpha);
   g.beta = static_cast<float>(beta);
-  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32);
+  // TK_HOPPER_CLUSTER=1 turns the 2-CTA multicast kernels off (read once; for A/B measurements).
+  static const int max_cluster = [] {
+    const char* e = std::getenv("TK_HOPPER_CLUSTER");
+    return (e != nullptr && std::string(e) == "1") ? 1 : 2;
+  }();
+  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));

@@ -18,14 +18,16 @@ using namespace kittens::hopper;
 
 // One kernel configuration. The kernel computes out = X (rows x K) . Y (K x cols); the host
 // maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
-template <typename T, typename OutT, bool XMn, bool YMn, int BN_>
+// CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
+// Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
+template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn;
-  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, GROUP_M = 8;
+  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, GROUP_M = 8, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
-  using b_tile = st_operand<BN, YMn>;
+  using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
   static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
   // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x STORE_COLS
@@ -188,39 +190,53 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
 
-  const int tiles_m = ceil_div(M, L::BM), tiles_n = ceil_div(N, L::BN);
+  // With clusters a unit is a column of CLUSTER vertically adjacent tiles; CTA `rank` of the
+  // cluster takes row tile CLUSTER * unit_row + rank (past the last row tile it still loads and
+  // multicasts its Y slice; its own rows are zero-filled and its stores masked/clipped).
+  const int tiles_m = ceil_div(M, L::BM * L::CLUSTER), tiles_n = ceil_div(N, L::BN);
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
+  int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
+  if constexpr (L::CLUSTER > 1) {
+    rank = int(cluster_ctarank());
+    first_unit = int(cluster_id_x());
+    unit_stride = int(cluster_count_x());
+  }
 
   // Let a dependent launch (the split-K reduction) get scheduled now; it waits for our completion.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      mbar_init(&empty[s], L::CONSUMERS * 4);      // one arrival per consumer warp
+      mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
     }
     mbar_init_fence();
     tma_prefetch_desc(&tm_a);
     tma_prefetch_desc(&tm_b);
   }
-  __syncthreads();
+  if constexpr (L::CLUSTER > 1) cluster_sync();  // peers' barriers initialised before any remote use
+  else __syncthreads();
 
   if (warpgroup_id() == 0) {
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       int it = 0;  // k iterations issued by this CTA, across units
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M);
+      for (int u = first_unit; u < units; u += unit_stride) {
+        const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M / L::CLUSTER);
         const KRange kr = split_k_range(w.split, splits, k_tiles);
-        const int m0 = w.tile.m * L::BM, n0 = w.tile.n * L::BN;
+        const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
           mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
           uint8_t* stage = smem + s * L::STAGE_BYTES;
           L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
-          L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+          if constexpr (L::CLUSTER > 1)
+            L::b_tile::load_slice(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, rank,
+                                  uint16_t((1u << L::CLUSTER) - 1));
+          else
+            L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
         }
       }
     }
@@ -233,8 +249,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
     float acc[L::BN / 2];
     int it = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M);
+    // A stage is free once every consumer warp of every CTA that received it has read it.
+    auto release = [&](int stage) {
+      if (!warp_leader) return;
+      mbar_arrive(&empty[stage]);
+      if constexpr (L::CLUSTER > 1) {
+#pragma unroll
+        for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
+      }
+    };
+    for (int u = first_unit; u < units; u += unit_stride) {
+      const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M / L::CLUSTER);
       const KRange kr = split_k_range(w.split, splits, k_tiles);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
@@ -251,12 +276,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
         fence_regs(acc);
-        if (kt > kr.begin && warp_leader) mbar_arrive(&empty[(it - 1) % L::STAGES]);
+        if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       wgmma_wait<0>();
       fence_regs(acc);
-      if (warp_leader) mbar_arrive(&empty[(it - 1) % L::STAGES]);
-      const int row0 = w.tile.m * L::BM + cw * 64, n0 = w.tile.n * L::BN;
+      release((it - 1) % L::STAGES);
+      const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if constexpr (L::kTmaStore) {
         if (tma_store) {
           store_unit_tma<L>(acc, ep, &tm_out, staging + cw * (L::STAGING_BYTES / L::CONSUMERS), row0, n0, M, N, cw);
@@ -269,6 +294,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tma_store && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit
     }
   }
+  // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
+  if constexpr (L::CLUSTER > 1) cluster_sync();
 #endif
 }
 

@@ -40,7 +40,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     return "cuTensorMapEncodeTiled failed";
 
   const GemmPlan& p = g.plan;
-  const int64_t units = int64_t(ceil_div(op.rows, L::BM)) * ceil_div(op.cols, L::BN) * p.splits;
+  const int64_t units = int64_t(ceil_div(op.rows, L::BM * L::CLUSTER)) * ceil_div(op.cols, L::BN) * p.splits;
   if (units != p.units || units > 0x7fffffff) return "work units do not match the plan (or exceed 2^31-1)";
   if (p.splits > 1 && g.workspace == nullptr) return "split-K needs a workspace";
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
@@ -78,8 +78,35 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     if (err != cudaSuccess) return cudaGetErrorString(err);
     attr_set.fetch_or(bit, std::memory_order_acq_rel);
   }
-  kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
-                                                                               g.K, p.splits, tma_store ? 1 : 0);
+  if constexpr (L::CLUSTER == 1) {
+    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
+                                                                                 g.K, p.splits, tma_store ? 1 : 0);
+  } else {
+    cudaLaunchConfig_t cfg{};
+    cfg.blockDim = dim3(L::THREADS);
+    cfg.dynamicSmemBytes = L::SMEM_BYTES;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = L::CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    // The persistent grid is capped by the clusters that can be resident at once (GPC layout).
+    static std::atomic<int> resident[64];
+    int clusters = dev < 64 ? resident[dev].load() : 0;
+    if (clusters == 0) {
+      cfg.gridDim = dim3(unsigned(p.grid));
+      err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+      if (err != cudaSuccess) return cudaGetErrorString(err);
+      if (clusters < 1) return "no 2-CTA cluster of this kernel fits on the GPU";
+      if (dev < 64) resident[dev].store(clusters);
+    }
+    cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, tma_store ? 1 : 0);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+  }
   if (p.splits > 1) {
     // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;
@@ -105,9 +132,17 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 
 }  // namespace detail
 
+template <typename T, typename OutT, int BN, bool XMn, bool YMn>
+const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
+  if constexpr (BN == 256) {
+    if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
+  }
+  if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
+  return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
+}
+
 template <typename T, typename OutT, int BN>
 const char* launch_family(const GemmArgs& g, void* stream) {
-  using detail::launch_layout;
   const auto s = static_cast<cudaStream_t>(stream);
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
@@ -116,11 +151,9 @@ const char* launch_family(const GemmArgs& g, void* stream) {
                                          : detail::KernelOperands{g.a, g.lda, g.b, g.ldb, g.M, g.N};
   const bool x_mn = swap ? g.b_mn : g.a_mn, y_mn = swap ? g.a_mn : g.b_mn;
   if (x_mn) {
-    return y_mn ? launch_layout<gemm_layout<T, OutT, true, true, BN>>(g, op, s)
-                : launch_layout<gemm_layout<T, OutT, true, false, BN>>(g, op, s);
+    return y_mn ? launch_clustered<T, OutT, BN, true, true>(g, op, s) : launch_clustered<T, OutT, BN, true, false>(g, op, s);
   }
-  return y_mn ? launch_layout<gemm_layout<T, OutT, false, true, BN>>(g, op, s)
-              : launch_layout<gemm_layout<T, OutT, false, false, BN>>(g, op, s);
+  return y_mn ? launch_clustered<T, OutT, BN, false, true>(g, op, s) : launch_clustered<T, OutT, BN, false, false>(g, op, s);
 }
 
 }  // namespace tk::hopper

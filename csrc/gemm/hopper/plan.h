@@ -8,6 +8,8 @@
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128).
+//  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
+//    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
 #pragma once
@@ -20,7 +22,8 @@ struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bn;        // 64, 128 or 256
   int splits;    // >= 1
-  int64_t units; // tiles * splits
+  int cluster;   // CTAs per cluster: 1 or 2
+  int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
 };
 
@@ -31,7 +34,8 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 }
 
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
-inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true) {
+// max_cluster: 1 disables clusters (TK_HOPPER_CLUSTER=1 in the environment does that).
+inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 2) {
   GemmPlan p{};
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
@@ -44,8 +48,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // Each split keeps >= 4 k tiles (the pipeline depth) so the prologue is amortised.
     p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / 4, 16}));
   }
-  p.units = tiles * p.splits;
-  p.grid = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(p.units, num_sms)));
+  const int64_t tiles_m = (rows + kPlanBM - 1) / kPlanBM;
+  p.cluster = (max_cluster >= 2 && p.bn == 256 && p.splits == 1 && !p.swap_ab && tiles_m >= 2 && tiles >= num_sms) ? 2 : 1;
+  p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
+  const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
+  p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
   return p;
 }
 

@@ -4,17 +4,21 @@
 #pragma once
 #include <cuda.h>
 #include "../common/swizzle.h"
+#include "cluster.cuh"
 #include "tma.cuh"
 
 namespace kittens::hopper {
 
-template <int MN, bool MnMajor, int ElemBytes = 2>
+// Parts > 1: the tile is loaded in `Parts` slices (rows for K-major, 64-wide chunks for
+// MN-major), CTA `part` of a cluster loading slice `part` and multicasting it to all of them.
+template <int MN, bool MnMajor, int Parts = 1, int ElemBytes = 2>
 struct st_operand {
   static constexpr int kK = kSwizzleBytes / ElemBytes;  // 64 k per stage for 16-bit types
   static constexpr int kBytes = MN * kK * ElemBytes;
-  // TMA box: K-major = one {kK, MN} box; MN-major = MN/64 boxes of {64 mn, kK}.
+  // TMA box: K-major = one {kK, MN / Parts} box; MN-major = boxes of {64 mn, kK}.
   static constexpr int kBoxInner = kSwizzleBytes / ElemBytes;
-  static constexpr int kBoxOuter = MnMajor ? kK : MN;
+  static constexpr int kBoxOuter = MnMajor ? kK : MN / Parts;
+  static_assert(MnMajor ? (MN / kBoxInner) % Parts == 0 : MN % (8 * Parts) == 0, "slices must be whole boxes");
   static_assert(MN % kBoxInner == 0 && MN <= 256, "operand tile rows must be a multiple of 64, at most 256");
 
   // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned).
@@ -25,6 +29,22 @@ struct st_operand {
 #pragma unroll
       for (int c = 0; c < MN / kBoxInner; ++c)
         tma_load_2d(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0);
+    }
+  }
+
+  // Slice `part` of the tile, multicast to the CTAs of `mask` (same smem offsets in each).
+  __device__ static void load_slice(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, int part,
+                                    uint16_t mask) {
+    if constexpr (!MnMajor) {
+      constexpr int rows = MN / Parts;
+      tma_load_2d_multicast(static_cast<char*>(dst) + part * rows * kSwizzleBytes, map, bar, k0, mn0 + part * rows,
+                            mask);
+    } else {
+      constexpr int chunks = MN / kBoxInner / Parts;
+#pragma unroll
+      for (int c = part * chunks; c < (part + 1) * chunks; ++c)
+        tma_load_2d_multicast(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0,
+                              mask);
     }
   }
 
