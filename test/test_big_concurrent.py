@@ -150,9 +150,13 @@ def test_tensor_on_second_gpu_runs_there():
     assert _rel(out, a.double() @ b.double()) < 1e-2
 
 
+# Shapes that take each kernel path (csrc/gemm/hopper/plan.h): split-K with the fixed-order
+# reduction, swap-AB for few rows, and 2-CTA multicast clusters.
+@pytest.mark.parametrize("shape", [(1000, 777, 3000), (16, 4096, 4096), (2048, 4096, 512)],
+                         ids=["splitk", "swapab", "cluster"])
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-def test_bitwise_deterministic(layout):
-    M, N, K = 1000, 777, 3000
+def test_bitwise_deterministic(layout, shape):
+    M, N, K = shape
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     if layout[0] == "T":
