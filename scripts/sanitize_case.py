@@ -3,8 +3,8 @@ dispatcher can pick on tail shapes, each result checked, so the tool sees real l
 
 Kernels: (bf16 | fp16) x (same | fp32 output) x 4 layouts x tile width. The --small shapes pick,
 through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> swap-AB, 128x64
-tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x72 -> 2-CTA
-clusters with B multicast (9 row tiles: the last cluster has a CTA past the end). fp32 output
+tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x72 -> 128x256
+(with TK_HOPPER_CLUSTER=2: 2-CTA multicast clusters, the last one with a CTA past the end). fp32 output
 always uses 128x128 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 

@@ -437,7 +437,7 @@ def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
 @given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
-    p = _C.hopper_plan(M, N, K, sms, all_widths)
+    p = _C.hopper_plan(M, N, K, sms, all_widths, 2)
     assert p["swap_ab"] == (M <= 256 and N > M)
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
@@ -460,8 +460,9 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
-    assert _C.hopper_plan(8192, 8192, 8192, 132) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
+    assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
                                                      "units": 1024, "grid": 132}
+    assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
                                                   "units": 128, "grid": 128}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4

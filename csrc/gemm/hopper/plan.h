@@ -34,8 +34,8 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 }
 
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
-// max_cluster: 1 disables clusters (TK_HOPPER_CLUSTER=1 in the environment does that).
-inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 2) {
+// max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
+inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1) {
   GemmPlan p{};
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
