@@ -3,6 +3,8 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include "launch.h"
 #include "gemm_kernel.cuh"
 #include "../../kittens/hopper/gl.cuh"
@@ -102,6 +104,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       if (err != cudaSuccess) return cudaGetErrorString(err);
       if (clusters < 1) return "no 2-CTA cluster of this kernel fits on the GPU";
       if (dev < 64) resident[dev].store(clusters);
+      if (std::getenv("TK_HOPPER_DEBUG") != nullptr)  // diagnostics for the cluster experiments
+        std::fprintf(stderr, "tk: device %d: %d resident %d-CTA clusters, planned grid %d\n", dev, clusters,
+                     L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, tma_store ? 1 : 0);
