@@ -61,17 +61,18 @@ PYBIND11_MODULE(_C, m) {
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
   m.def(
       "hopper_plan",
-      [](int M, int N, int K, int sms, bool all_widths, int max_cluster) {
-        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster);
+      [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m) {
+        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m);
         py::dict d;
         d["swap_ab"] = p.swap_ab;
         d["bn"] = p.bn;
         d["splits"] = p.splits;
         d["cluster"] = p.cluster;
+        d["group_m"] = p.group_m;
         d["units"] = p.units;
         d["grid"] = p.grid;
         return d;
       },
-      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1,
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
 }

@@ -461,8 +461,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "units": 1024, "grid": 132}
+                                                     "group_m": 8, "units": 1024, "grid": 132}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
-                                                  "units": 128, "grid": 128}
+                                                  "group_m": 8, "units": 128, "grid": 128}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4

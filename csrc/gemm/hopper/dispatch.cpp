@@ -138,7 +138,14 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     const char* e = std::getenv("TK_HOPPER_CLUSTER");
     return (e != nullptr && std::string(e) == "2") ? 2 : 1;
   }();
-  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster);
+  // TK_HOPPER_GROUP_M overrides the raster band height (read once; for A/B measurements).
+  static const int group_m = [] {
+    const char* e = std::getenv("TK_HOPPER_GROUP_M");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v > 0 && v <= 64 ? v : 8;
+  }();
+  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
+                             group_m);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));

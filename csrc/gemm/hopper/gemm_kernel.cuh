@@ -25,7 +25,7 @@ struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn;
-  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, GROUP_M = 8, CLUSTER = CLUSTER_;
+  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
@@ -182,7 +182,7 @@ template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
-                int splits, int tma_store) {
+                int splits, int tma_store, int group_m) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -196,6 +196,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int tiles_m = ceil_div(M, L::BM * L::CLUSTER), tiles_n = ceil_div(N, L::BN);
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
+  const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
   if constexpr (L::CLUSTER > 1) {
     rank = int(cluster_ctarank());
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     if (threadIdx.x == 0) {
       int it = 0;  // k iterations issued by this CTA, across units
       for (int u = first_unit; u < units; u += unit_stride) {
-        const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M / L::CLUSTER);
+        const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
         const KRange kr = split_k_range(w.split, splits, k_tiles);
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
     };
     for (int u = first_unit; u < units; u += unit_stride) {
-      const WorkUnit w = work_unit(u, tiles_m, tiles_n, L::GROUP_M / L::CLUSTER);
+      const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
       const KRange kr = split_k_range(w.split, splits, k_tiles);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;

@@ -82,7 +82,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   if constexpr (L::CLUSTER == 1) {
     kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
-                                                                                 g.K, p.splits, tma_store ? 1 : 0);
+                                                                                 g.K, p.splits, tma_store ? 1 : 0, p.group_m);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.blockDim = dim3(L::THREADS);
@@ -109,7 +109,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                      L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, tma_store ? 1 : 0);
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, tma_store ? 1 : 0, p.group_m);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   if (p.splits > 1) {

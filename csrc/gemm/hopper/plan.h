@@ -23,6 +23,7 @@ struct GemmPlan {
   int bn;        // 64, 128 or 256
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
+  int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
 };
@@ -34,9 +35,12 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 }
 
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
+// group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
 // max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
-inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1) {
+inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
+                          int group_m = 8) {
   GemmPlan p{};
+  p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   p.bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
