@@ -106,3 +106,36 @@ def test_fsdp2_patched_matches_single_process_stock():
     assert len(single) == len(fsdp) == STEPS
     diff = max(abs(a - b) for a, b in zip(single, fsdp))
     assert diff <= TOL, f"single-process stock {single} vs 2-rank FSDP2 patched {fsdp}: max diff {diff:.3e}"
+
+
+def test_2d_mesh_fsdp2_x_tp_on_4_ranks():
+    """dp=2 x tp=2: FSDP2 over the "dp" mesh dim and TP over "tp" at once (4 gloo ranks)."""
+    rc, out, s = _cached("fsdp2_tp2_4ranks", ["--compare", "--tp", "2"], 4)
+    assert rc == 0, f"rc={rc}\n{out[-4000:]}"
+    assert s is not None and s["ok"] is True, out[-4000:]
+    assert s["world"] == 4 and s["dp"] == 2 and s["tp"] == 2
+    assert s["max_abs_loss_diff"] <= TOL, s
+    assert "'cpu': 0," not in out, out[-2000:]  # the patched run used the tk ops on the local shards
+
+
+def test_fsdp2_gradients_match_single_process_cpu(tmp_path):
+    """The 2-rank FSDP2 gradient check of test_distributed_gpu.py, on gloo + the CPU reference (fp32)."""
+    import multiprocessing as mp
+
+    from test_distributed_gpu import _fsdp_grad_worker
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_fsdp_grad_worker, args=(r, str(tmp_path / "init"), str(tmp_path), "cpu"))
+             for r in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(TIMEOUT_S)
+        if p.is_alive():
+            p.kill()
+    for r in range(2):
+        res = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert res["ok"], res.get("err")
+        assert res["cpu_calls"] > 0 and res["n_params"] > 10
+        assert abs(res["loss_fsdp"] - res["loss_single"]) <= TOL, res
+        assert res["max_grad_rel_err"] <= 1e-4, res
