@@ -15,7 +15,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "test", "cdna3_host", "host_checks.cpp")
 GATE = os.path.join(ROOT, "scripts", "cdna3_gate.py")
-CASES = ["fragments", "swizzle", "banks", "copy_cover", "raster", "model"]
+CASES = ["fragments", "swizzle", "banks", "copy_cover", "raster", "model", "pingpong"]
 
 
 @pytest.fixture(scope="session")

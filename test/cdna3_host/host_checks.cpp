@@ -316,10 +316,71 @@ static void case_model() {
       for (int bmn = 0; bmn < 2; ++bmn) model_gemm(s[0], s[1], s[2], amn, bmn, (amn + bmn) % 2 == 0);
 }
 
+// 8-wave ping-pong schedule (config.h): simulate both groups' phases on barrier slots.
+static void case_pingpong() {
+  int checked = 0;
+  for (int ktiles = 1; ktiles <= 7; ++ktiles) {
+    struct Ev { int slot, kind, tile, idx; };
+    std::vector<Ev> ev[2];
+    int barriers[2] = {0, 0};
+    for (int g = 0; g < 2; ++g) {
+      if (g == 1) ++barriers[g];  // the extra barrier before the loop
+      for (int kt = 0; kt <= ktiles; ++kt)
+        for (int idx = 0; idx < kPhases; ++idx) {
+          if (!phase_exists(kt, idx, ktiles)) continue;
+          ++barriers[g];
+          CHECK(phase_slot(g, kt, idx) == barriers[g] - 1, "slot numbering g%d kt%d idx%d", g, kt, idx);
+          const int kind = phase_kind(kt, idx, ktiles);
+          const int tile = idx == 1 ? kt - 1 : kt;  // phase 1 finishes the previous tile
+          if (kind != kPhaseNone) ev[g].push_back({phase_slot(g, kt, idx), kind, tile, idx});
+        }
+      if (g == 0) ++barriers[g];  // the extra barrier after the loop
+    }
+    CHECK(barriers[0] == barriers[1], "barrier counts %d vs %d", barriers[0], barriers[1]);
+    // (1) per slot the two groups never both do memory work or both MFMA
+    for (const Ev& a : ev[0])
+      for (const Ev& b : ev[1])
+        if (a.slot == b.slot) {
+          const bool am = a.kind != kPhaseMma, bm = b.kind != kPhaseMma;
+          CHECK(am != bm, "ktiles %d slot %d: kinds %d and %d", ktiles, a.slot, a.kind, b.kind);
+          ++checked;
+        }
+    // (2) LDS hazards: reads of tile t strictly after every write of t, before every write of t+1
+    for (int t = 0; t < ktiles; ++t)
+      for (int g = 0; g < 2; ++g)
+        for (const Ev& r : ev[g]) {
+          if (r.kind != kPhaseRead || r.tile != t) continue;
+          for (int h = 0; h < 2; ++h)
+            for (const Ev& w : ev[h]) {
+              if (w.kind != kPhaseWrite) continue;
+              if (w.tile == t) CHECK(w.slot < r.slot, "read of %d at %d before write at %d", t, r.slot, w.slot);
+              if (w.tile == t + 1) CHECK(r.slot < w.slot, "write of %d at %d before read of %d at %d", t + 1, w.slot, t, r.slot);
+              ++checked;
+            }
+        }
+    // (3) every MFMA phase consumes the read just before it in the same wave (no read between),
+    //     and each tile gets 128 MFMAs per wave
+    for (int g = 0; g < 2; ++g) {
+      std::vector<int> mfmas(ktiles, 0);
+      int last_read_slot = -1, last_read_tile = -1, last_read_idx = -1;
+      for (const Ev& e : ev[g]) {
+        if (e.kind == kPhaseRead) { last_read_slot = e.slot; last_read_tile = e.tile; last_read_idx = e.idx; }
+        if (e.kind != kPhaseMma) continue;
+        CHECK(last_read_slot >= 0 && last_read_tile == e.tile, "mma of tile %d without its read", e.tile);
+        CHECK(e.idx == 1 ? last_read_idx == 8 : last_read_idx == e.idx - 1, "mma idx %d after read idx %d", e.idx, last_read_idx);
+        mfmas[e.tile] += phase_mfmas(e.idx);
+      }
+      for (int t = 0; t < ktiles; ++t) CHECK(mfmas[t] == MFMA_PER_KTILE, "tile %d: %d MFMAs", t, mfmas[t]);
+    }
+  }
+  CHECK(checked > 100, "too few schedule checks: %d", checked);
+}
+
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void()>> cases = {
       {"fragments", case_fragments}, {"swizzle", case_swizzle}, {"banks", case_banks},
-      {"copy_cover", case_copy_cover}, {"raster", case_raster}, {"model", case_model}};
+      {"copy_cover", case_copy_cover}, {"raster", case_raster}, {"model", case_model},
+      {"pingpong", case_pingpong}};
   if (argc != 2 || !cases.count(argv[1])) { std::printf("usage: host_checks <case>\n"); return 2; }
   cases.at(argv[1])();
   std::printf("%s %s (%d failures)\n", g_fail ? "FAIL" : "PASS", argv[1], g_fail);
