@@ -1,5 +1,6 @@
 """Builds torch_tk._C: the tk op schemas + CPU reference always; the Hopper (sm_90a) kernels
-whenever a CUDA toolkit (nvcc) and a CUDA build of torch are present -- with or without a GPU.
+whenever a CUDA toolkit (nvcc) and a CUDA build of torch are present -- with or without a GPU;
+on a ROCm build of torch, the CDNA3 (gfx942) HIP kernel instead (see backend_plan).
 
 Install with:  python3 -m pip install --no-build-isolation -e .
 """
@@ -68,36 +69,67 @@ def _cxx_std():
     return "-std=c++20" if needs20 else "-std=c++17"
 
 
+def backend_plan(torch_cuda, torch_hip, cuda_home, rocm_home, env, cxx_std):
+    """Which GPU backend the extension builds, from the installed torch and toolkits:
+
+    - ROCm torch (torch.version.hip) + a ROCm toolkit: the CDNA3 HIP kernel (csrc/gemm/cdna3/*.hip,
+      hipcc, --offload-arch from PYTORCH_ROCM_ARCH, default gfx942), registered under the CUDA
+      dispatch key as ROCm torch expects; the Hopper sources are not built.
+    - CUDA torch + nvcc: the Hopper sm_90a kernels.
+    - otherwise the CPU reference only (said on stdout).
+    Returns a dict: backend ("cdna3" | "hopper" | None), sources, define, device_flags, env (to
+    set before building), message.
+    """
+    if torch_hip:
+        if not rocm_home:
+            return {"backend": None, "sources": [], "define": [], "device_flags": [], "env": {},
+                    "message": "torch_tk: ROCm torch but no ROCm toolkit (hipcc) found: building the CPU reference only"}
+        arch = env.get("PYTORCH_ROCM_ARCH") or "gfx942"
+        return {"backend": "cdna3",
+                "sources": ["csrc/gemm/cdna3/dispatch.cpp", "csrc/gemm/cdna3/launch.hip"],
+                "define": [("TK_WITH_HIP", "1")],
+                "device_flags": ["-O3", cxx_std],
+                "env": {"PYTORCH_ROCM_ARCH": arch},
+                "message": f"torch_tk: building the CDNA3 HIP kernels for {arch} with ROCM_HOME={rocm_home} "
+                           "(compiled and ISA-checked in CI; never run on AMD hardware by this project)"}
+    if torch_cuda and cuda_home:
+        # The Hopper kernels need the arch-specific sm_90a target (wgmma, setmaxnreg). Any other
+        # architectures asked for through TORCH_CUDA_ARCH_LIST are built too (the kernel body is
+        # compiled only for sm_90a; elsewhere the launcher never runs it).
+        arch = ["-gencode=arch=compute_90a,code=sm_90a"]
+        if env.get("TORCH_CUDA_ARCH_LIST"):
+            arch += [f for f in cpp_extension._get_cuda_arch_flags() if "compute_90a" not in f]
+        srcs = ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu", "csrc/gemm/hopper/pad_copy.cu"]
+        srcs += sorted(str(p) for p in pathlib.Path(here, "csrc/gemm/hopper").glob("launch_inst_*.cu"))
+        return {"backend": "hopper", "sources": [os.path.relpath(p, here) for p in srcs],
+                "define": [("TK_WITH_CUDA", "1")],
+                "device_flags": ["-O3", cxx_std, "--expt-relaxed-constexpr", "-Xptxas=-v"] + arch, "env": {},
+                "message": f"torch_tk: building the Hopper kernels with CUDA_HOME={cuda_home}"}
+    return {"backend": None, "sources": [], "define": [], "device_flags": [], "env": {},
+            "message": "torch_tk: no CUDA toolkit (nvcc) or CPU-only torch: building the CPU reference only"}
+
+
 cxx_std = _cxx_std()
 cxx = ["-O3", cxx_std]
-define = []
-ext_cls = cpp_extension.CppExtension
-nvcc_flags = []
-if cuda_home:
-    ext_cls = cpp_extension.CUDAExtension
-    sources += ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu", "csrc/gemm/hopper/pad_copy.cu"] + sorted(
-        str(p) for p in pathlib.Path("csrc/gemm/hopper").glob("launch_inst_*.cu"))
-    define = [("TK_WITH_CUDA", "1")]
-    # The Hopper kernels need the arch-specific sm_90a target (wgmma, setmaxnreg). Any other
-    # architectures asked for through TORCH_CUDA_ARCH_LIST are built too (the kernel body is
-    # compiled only for sm_90a; elsewhere the launcher never runs it).
-    arch = ["-gencode=arch=compute_90a,code=sm_90a"]
-    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
-        arch += [f for f in cpp_extension._get_cuda_arch_flags() if "compute_90a" not in f]
-    nvcc_flags = ["-O3", cxx_std, "--expt-relaxed-constexpr", "-Xptxas=-v"] + arch
-    print(f"torch_tk: building the Hopper kernels with CUDA_HOME={cuda_home}")
-else:
-    print("torch_tk: no CUDA toolkit (nvcc) or CPU-only torch: building the CPU reference only")
+plan = backend_plan(torch.version.cuda, getattr(torch.version, "hip", None), cuda_home,
+                    getattr(cpp_extension, "ROCM_HOME", None), os.environ, cxx_std)
+os.environ.update(plan["env"])
+sources += plan["sources"]
+define = plan["define"]
+ext_cls = cpp_extension.CUDAExtension if plan["backend"] else cpp_extension.CppExtension
+nvcc_flags = plan["device_flags"]
+print(plan["message"])
 
-setup(
-    ext_modules=[
-        ext_cls(
-            name="torch_tk._C",
-            sources=sources,
-            include_dirs=[csrc],
-            define_macros=define,
-            extra_compile_args={"cxx": cxx, "nvcc": nvcc_flags} if cuda_home else {"cxx": cxx},
-        )
-    ],
-    cmdclass={"build_ext": cpp_extension.BuildExtension},
-)
+if __name__ == "__main__":  # pip / setuptools run this file as __main__; tests import backend_plan
+    setup(
+        ext_modules=[
+            ext_cls(
+                name="torch_tk._C",
+                sources=sources,
+                include_dirs=[csrc],
+                define_macros=define,
+                extra_compile_args={"cxx": cxx, "nvcc": nvcc_flags} if plan["backend"] else {"cxx": cxx},
+            )
+        ],
+        cmdclass={"build_ext": cpp_extension.BuildExtension},
+    )

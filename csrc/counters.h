@@ -7,7 +7,7 @@
 
 namespace tk {
 
-enum class Path { hopper, fallback, cpu };
+enum class Path { hopper, fallback, cpu, cdna3 };
 
 void count_call(Path p);
 std::map<std::string, int64_t> kernel_counters();

@@ -13,6 +13,9 @@ namespace tk {
 #ifdef TK_WITH_CUDA
 bool hopper_available(int device);
 #endif
+#ifdef TK_WITH_HIP
+bool cdna3_available(int device);
+#endif
 }  // namespace tk
 
 PYBIND11_MODULE(_C, m) {
@@ -23,9 +26,17 @@ PYBIND11_MODULE(_C, m) {
 #ifdef TK_WITH_CUDA
   m.attr("has_cuda_kernels") = true;
   m.def("hopper_available", &tk::hopper_available, py::arg("device"));
+#elif defined(TK_WITH_HIP)
+  m.attr("has_cuda_kernels") = true;  // ROCm torch: the CDNA3 kernel under the CUDA dispatch key
+  m.def("hopper_available", [](int) { return false; }, py::arg("device"));
 #else
   m.attr("has_cuda_kernels") = false;
   m.def("hopper_available", [](int) { return false; }, py::arg("device"));
+#endif
+#ifdef TK_WITH_HIP
+  m.def("cdna3_available", &tk::cdna3_available, py::arg("device"));
+#else
+  m.def("cdna3_available", [](int) { return false; }, py::arg("device"));
 #endif
   m.def("swizzle128_offset", &kittens::swizzle128_offset, py::arg("row"), py::arg("byte_in_row"));
   m.def("kmajor_offset", &kittens::kmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));

@@ -23,6 +23,11 @@ EXPECTED_MFMA_PER_KTILE = 256 * 256 * 64 // (16 * 16 * 16) // 8  # 128 per wave
 MAX_REGS = 256      # VGPR + AGPR per lane for 2 waves / SIMD (512-entry unified file)
 MAX_LDS = 65536
 WAVES_PER_BLOCK = 8
+# 8-wave ping-pong (csrc/gemm/cdna3/config.h): 10 barrier-ended phases per k tile, 4 of them MFMA
+# phases of 32 v_mfma at s_setprio 1; the two wave groups' stagger barriers sit outside the loop.
+PHASES_PER_KTILE = 10
+MMA_PHASES = 4
+MFMA_PER_PHASE = EXPECTED_MFMA_PER_KTILE // MMA_PHASES
 
 
 def compile_asm(out_dir: str) -> str:
@@ -93,6 +98,50 @@ def loop_mfma_counts(body: list[str]) -> list[int]:
         if tgt in labels and labels[tgt] < i:
             counts.append(sum(1 for l in body[labels[tgt]:i + 1] if "v_mfma" in l))
     return counts
+
+
+def main_loop(body: list[str]) -> tuple[int, int]:
+    """(start, end) line indices of the loop with the most MFMAs (label .. back-edge branch)."""
+    labels = {}
+    best = (0, 0, -1)
+    for i, line in enumerate(body):
+        m = re.match(r"^(\.LBB\S+):", line)
+        if m:
+            labels[m.group(1)] = i
+        m = re.search(r"s_cbranch_\w+\s+(\.LBB\S+)|s_branch\s+(\.LBB\S+)", line)
+        if m:
+            tgt = m.group(1) or m.group(2)
+            if tgt in labels and labels[tgt] < i:
+                n = sum(1 for l in body[labels[tgt]:i + 1] if "v_mfma" in l)
+                if n > best[2]:
+                    best = (labels[tgt], i, n)
+    return best[0], best[1]
+
+
+def ping_pong_shape(body: list[str]) -> dict:
+    """The main loop's phase structure: s_barriers in it, MFMAs between consecutive barriers
+    (non-zero groups), whether each MFMA group runs at raised priority (s_setprio 1 ... 0), and
+    the s_barriers outside the loop (the one-slot stagger of the two wave groups)."""
+    lo, hi = main_loop(body)
+    groups, cur, prio, prio_ok, barriers = [], 0, 0, True, 0
+    for line in body[lo:hi + 1]:
+        op = line.split(";")[0].strip().split()
+        if not op:
+            continue
+        if op[0] == "s_setprio":
+            prio = int(op[1], 0)
+        elif op[0].startswith("v_mfma"):
+            cur += 1
+            prio_ok &= prio > 0
+        elif op[0] == "s_barrier":
+            barriers += 1
+            if cur:
+                groups.append(cur)
+            cur = 0
+    if cur:
+        groups.append(cur)
+    outside = sum(1 for i, l in enumerate(body) if not lo <= i <= hi and l.strip().startswith("s_barrier"))
+    return {"barriers": barriers, "mfma_groups": groups, "prio_ok": prio_ok, "outside": outside}
 
 
 REG = re.compile(r"\b([va])(?:\[(\d+):(\d+)\]|(\d+))")
@@ -169,7 +218,8 @@ def main() -> int:
     kernels = split_kernels(text)
     failures = [] if host_err is None else [f"host launcher does not compile: {host_err}"]
     print(f"host launcher (--cuda-host-only): {'compiles' if host_err is None else 'FAILS'}")
-    hdr = f"{'kernel':<24}{'VGPR':>5}{'AGPR':>5}{'tot':>5}{'SGPR':>5}{'LDS':>7}{'scr':>5}{'occ':>4}{'mfma/kt':>8}{'lint':>6}"
+    hdr = (f"{'kernel':<24}{'VGPR':>5}{'AGPR':>5}{'tot':>5}{'SGPR':>5}{'LDS':>7}{'scr':>5}{'occ':>4}{'mfma/kt':>8}"
+           f"{'lint':>6}  ping-pong (barriers/loop, MFMA groups, stagger barriers)")
     print(hdr)
     print("-" * len(hdr))
     if len(kernels) != 16:
@@ -178,13 +228,19 @@ def main() -> int:
         md = metadata(text, name)
         loops = loop_mfma_counts(body)
         per_k = max(loops) if loops else 0
+        pp = ping_pong_shape(body)
         lint = lint_waits(body)
         tot = md.get("TotalNumVgprs", md.get("NumVgprs", 0) + md.get("NumAgprs", 0))
         print(f"{short(name):<24}{md.get('NumVgprs', -1):>5}{md.get('NumAgprs', -1):>5}{tot:>5}"
               f"{md.get('NumSgprs', -1):>5}{md.get('group_segment_fixed_size', -1):>7}"
               f"{md.get('private_segment_fixed_size', -1):>5}{md.get('Occupancy', -1):>4}{per_k:>8}"
-              f"{('ok' if not lint else str(len(lint))):>6}")
+              f"{('ok' if not lint else str(len(lint))):>6}  "
+              f"{pp['barriers']}, {'x'.join(map(str, sorted(set(pp['mfma_groups']))))}"
+              f"x{len(pp['mfma_groups'])}{'' if pp['prio_ok'] else ' (prio 0!)'}, {pp['outside']}")
         tag = short(name)
+        if (pp["barriers"] != PHASES_PER_KTILE or pp["mfma_groups"] != [MFMA_PER_PHASE] * MMA_PHASES
+                or not pp["prio_ok"] or pp["outside"] < 2):
+            failures.append(f"{tag}: main loop is not the 8-wave ping-pong schedule: {pp}")
         if md.get("private_segment_fixed_size", 1) != 0:
             failures.append(f"{tag}: scratch {md.get('private_segment_fixed_size')} B (register spills)")
         if tot > MAX_REGS:

@@ -33,7 +33,8 @@ def kernel_counters():
 
     Returns:
         dict with int values under "hopper" (the sm_90a kernel ran), "fallback" (a CUDA call ran
-        the reference matmul; see :func:`fallback_reasons`) and "cpu" (the CPU reference ran).
+        the reference matmul; see :func:`fallback_reasons`) and "cpu" (the CPU reference ran);
+        ROCm builds add "cdna3" (the gfx942 HIP kernel ran).
     """
     counts = dict(_C.kernel_counters())
     counts["fallback"] += _ops._py_fallback_count
@@ -69,7 +70,20 @@ def hopper_available(device=None):
     return bool(_C.hopper_available(index.index if index.index is not None else torch.cuda.current_device()))
 
 
+def cdna3_available(device=None):
+    """True on a ROCm build of torch_tk whose ``device`` (default: current) is a gfx942 GPU
+    (MI300X/MI325X), where the tk ops run the CDNA3 HIP kernel; False everywhere else. That
+    kernel is compiled and ISA-checked in CI but has never run on AMD hardware (docs/CDNA3.md).
+    """
+    if not torch.cuda.is_available() or not getattr(torch.version, "hip", None):
+        return False
+    index = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if index.type != "cuda":
+        return False
+    return bool(_C.cdna3_available(index.index if index.index is not None else torch.cuda.current_device()))
+
+
 __all__ = [
     "gemm", "addmm", "linear", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
-    "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available",
+    "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

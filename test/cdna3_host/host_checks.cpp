@@ -325,13 +325,12 @@ static void case_pingpong() {
     int barriers[2] = {0, 0};
     for (int g = 0; g < 2; ++g) {
       if (g == 1) ++barriers[g];  // the extra barrier before the loop
-      for (int kt = 0; kt <= ktiles; ++kt)
+      for (int kt = 0; kt < ktiles; ++kt)
         for (int idx = 0; idx < kPhases; ++idx) {
-          if (!phase_exists(kt, idx, ktiles)) continue;
           ++barriers[g];
           CHECK(phase_slot(g, kt, idx) == barriers[g] - 1, "slot numbering g%d kt%d idx%d", g, kt, idx);
-          const int kind = phase_kind(kt, idx, ktiles);
-          const int tile = idx == 1 ? kt - 1 : kt;  // phase 1 finishes the previous tile
+          const int kind = phase_kind(idx);
+          const int tile = kt;
           if (kind != kPhaseNone) ev[g].push_back({phase_slot(g, kt, idx), kind, tile, idx});
         }
       if (g == 0) ++barriers[g];  // the extra barrier after the loop
@@ -367,7 +366,7 @@ static void case_pingpong() {
         if (e.kind == kPhaseRead) { last_read_slot = e.slot; last_read_tile = e.tile; last_read_idx = e.idx; }
         if (e.kind != kPhaseMma) continue;
         CHECK(last_read_slot >= 0 && last_read_tile == e.tile, "mma of tile %d without its read", e.tile);
-        CHECK(e.idx == 1 ? last_read_idx == 8 : last_read_idx == e.idx - 1, "mma idx %d after read idx %d", e.idx, last_read_idx);
+        CHECK(last_read_idx == e.idx - 1 && last_read_slot == e.slot - 1, "mma idx %d after read idx %d", e.idx, last_read_idx);
         mfmas[e.tile] += phase_mfmas(e.idx);
       }
       for (int t = 0; t < ktiles; ++t) CHECK(mfmas[t] == MFMA_PER_KTILE, "tile %d: %d MFMAs", t, mfmas[t]);

@@ -28,34 +28,36 @@ static_assert(WAVES * 64 == THREADS && WAVES_M * WAVES_N == WAVES, "wave grid");
 static_assert(MFMA_PER_KTILE == BM * BN * BK / (16 * 16 * 16) / WAVES, "MFMA count");
 
 // ---- 8-wave ping-pong schedule -------------------------------------------------------------
-// Iteration kt (0..ktiles) of the main loop runs kPhases phases per wave, each ended by
+// Iteration kt (0..ktiles-1) of the main loop runs kPhases phases per wave, each ended by
 // lds_barrier (lgkmcnt(0) + s_barrier). Group 1 (wave row 1) takes one extra barrier before the
 // loop and group 0 one after it, so group 1 runs one barrier slot behind: in slot s group 0
 // runs its phase s and group 1 its phase s - 1. Phases alternate memory work and MFMA, so on
 // each SIMD (which holds one wave of each group) one wave feeds LDS/registers while the other
 // runs MFMA. Phase idx of iteration kt:
 //   0      W: write k tile kt (prefetched registers) to LDS, issue the global loads of kt + 1
-//   1      C: second half (k 4..7 of each fragment) of the MFMAs of tile kt - 1's last read
+//   1      -: no work. It separates group 1's write of tile kt from group 0's first read of it
+//            (without it the two would share a slot) and keeps the memory/MFMA parity. (Giving
+//            it half of the previous tile's last MFMAs kept 32 fragment VGPRs live across the
+//            write phase and spilled ~400 B: measured by the ISA gate.)
 //   2,4,6,8  R: ds_read the fragments of read p = (idx - 2) / 2: chunk c = p / 2, row half ih = p % 2
-//   3,5,7  C: the 32 MFMAs of read p;   9  C: first half (16 MFMAs) of read 3
-// Phases 2..9 exist only for kt < ktiles; W only for kt < ktiles, phase 1 only for kt > 0.
+//   3,5,7,9  C: the 32 MFMAs of read p
+// No phase is conditional: a branch around the MFMAs made the compiler copy the 128 accumulators
+// through scratch at the join (ISA gate: 832 B scratch), so the loop body is straight-line.
 // The host proof (test/cdna3_host, case pingpong) checks: memory/MFMA alternation per slot, every
 // read of tile t after both groups' writes of t and before either group's write of t + 1, and
 // 128 MFMAs per tile.
 constexpr int kPhases = 10;
 enum PhaseKind : int { kPhaseNone = 0, kPhaseWrite = 1, kPhaseRead = 2, kPhaseMma = 3 };
 TK_HD int ping_pong_group(int w) { return w / WAVES_N; }
-TK_HD int phase_kind(int kt, int idx, int ktiles) {
-  if (idx == 0) return kt < ktiles ? kPhaseWrite : kPhaseNone;
-  if (idx == 1) return kt > 0 ? kPhaseMma : kPhaseNone;
-  if (kt >= ktiles) return kPhaseNone;
+TK_HD int phase_kind(int idx) {
+  if (idx == 0) return kPhaseWrite;
+  if (idx == 1) return kPhaseNone;
   return idx % 2 == 0 ? kPhaseRead : kPhaseMma;
 }
-TK_HD bool phase_exists(int kt, int idx, int ktiles) { return idx < 2 || kt < ktiles; }
 // Barrier slot of a phase (the barrier ending it has the same index).
 TK_HD int phase_slot(int group, int kt, int idx) { return kt * kPhases + idx + group; }
-// MFMAs of an MMA phase (per wave): 32 for idx 3, 5, 7; 16 for idx 9 and idx 1.
-TK_HD int phase_mfmas(int idx) { return (idx == 1 || idx == 9) ? TM / 2 * TN : 2 * TM / 2 * TN; }
+// MFMAs of an MMA phase (per wave): 2 halves x 4 row tiles x 4 column tiles.
+TK_HD int phase_mfmas(int) { return 2 * TM / 2 * TN; }
 
 // Row (in the A tile) whose fragment lane `lane` of wave `w` reads for MFMA row-tile i.
 TK_HD int a_frag_row(int w, int i, int lane) { return WM * (w / WAVES_N) + 16 * i + lane % 16; }

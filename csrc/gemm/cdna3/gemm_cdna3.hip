@@ -2,10 +2,10 @@
 //
 // Block tile 256 x 256 x 64, 512 threads = 8 waves in a 2 x 4 grid, each wave owning a
 // 128 x 64 sub-tile (8 x 4 MFMA 16x16x16 tiles, 128 fp32 accumulators per lane).
-// Pipeline: one LDS stage (A 32 KiB + B 32 KiB = 64 KiB) plus a register prefetch: while the
-// waves run the 128 MFMAs of tile k from LDS, the buffer loads of tile k+1 are in flight into
-// registers; they are written to LDS after the next barrier. Every wave runs the same number
-// of barriers (two per k tile, the first skipped uniformly for k tile 0).
+// Pipeline: one LDS stage (A 32 KiB + B 32 KiB = 64 KiB) plus a register prefetch (the buffer
+// loads of tile k+1 are in flight while tile k is read and multiplied), scheduled as an 8-wave
+// ping-pong: wave rows 0 and 1 run the same 10-phase sequence per k tile one barrier apart, so
+// the two waves sharing a SIMD alternate memory work and MFMA (config.h, proven on the host).
 // Tails: buffer descriptors clipped at the matrix end (no faults, zeros beyond); k >= K is
 // zeroed explicitly in the last k tile; rows/columns >= M/N only reach masked-off outputs.
 #pragma once
@@ -101,43 +101,47 @@ struct Operand {
   }
 };
 
-// 128 MFMAs of one 64-k tile. Fragments are read per (32-k chunk, half of the row tiles, half
-// of the column tiles) so at most 4 A + 2 B 16-B fragments (24 VGPRs) are live (B is re-read
-// once per row half: 8 A + 8 B ds_read_b128 per chunk); sched_fence keeps the compiler from
-// hoisting later reads above earlier MFMAs. Read addresses: 4 A + 4 B per-lane bases; row
-// tile i + 4 is +64 rows (swizzle.h: +8192 B, same swizzle) and chunk 1 is base ^ 64 (k + 32
-// flips granule bit 2); both identities are checked on the host.
+// Fragments of one read phase (config.h schedule): chunk c, row half ih -> 4 A fragments (row
+// tiles 4 ih .. 4 ih + 3) and 4 B fragments (all column tiles), one ds_read_b128 each (8 k).
+// Read addresses: 4 A + 4 B per-lane bases; row tile i + 4 is +64 rows (swizzle.h: +8192 B,
+// same swizzle) and chunk 1 is base ^ 64 (k + 32 flips granule bit 2); both identities are
+// checked on the host.
+struct Frags {
+  kc::u32x4 a[TM / 2];
+  kc::u32x4 b[TN];
+};
+__device__ __forceinline__ void read_frags(Frags& f, const char* As, const char* Bs, int c, int ih,
+                                           const int (&a_base)[TM / 2], const int (&b_base)[TN]) {
+#pragma unroll
+  for (int i = 0; i < TM / 2; ++i) f.a[i] = kc::lds_read_16(As + ih * kc::kRow64Bytes, a_base[i] ^ (c * kc::kChunkXor));
+#pragma unroll
+  for (int j = 0; j < TN; ++j) f.b[j] = kc::lds_read_16(Bs, b_base[j] ^ (c * kc::kChunkXor));
+}
+
+// The 32 MFMAs of one read (half h = k 4h .. 4h + 3 of each 16-B fragment) into the
+// accumulators of row half ih, at raised wave priority (the SIMD's other wave does memory work).
 template <bool kF16>
-__device__ __forceinline__ void compute_tile(const char* As, const char* Bs, f32x4 (&acc)[TM][TN], int w, int lane,
-                                             const int (&a_base)[TM / 2], const int (&b_base)[TN]) {
+__device__ __forceinline__ void mma_frags(f32x4 (&acc)[TM][TN], const Frags& f, int ih) {
+  kc::set_prio(1);
 #pragma unroll
-  for (int c = 0; c < KCHUNKS; ++c) {
+  for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int ih = 0; ih < 2; ++ih) {
-      kc::u32x4 af[TM / 2];
+    for (int i = 0; i < TM / 2; ++i)
 #pragma unroll
-      for (int i = 0; i < TM / 2; ++i) af[i] = kc::lds_read_16(As + ih * kc::kRow64Bytes, a_base[i] ^ (c * kc::kChunkXor));
-#pragma unroll
-      for (int jh = 0; jh < 2; ++jh) {
-        kc::u32x4 bf[TN / 2];
-#pragma unroll
-        for (int j = 0; j < TN / 2; ++j) bf[j] = kc::lds_read_16(Bs, b_base[jh * TN / 2 + j] ^ (c * kc::kChunkXor));
-        kc::set_prio(1);
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int i = 0; i < TM / 2; ++i)
-#pragma unroll
-            for (int j = 0; j < TN / 2; ++j) {
-              const kc::u32x2 a{af[i][2 * h], af[i][2 * h + 1]}, b{bf[j][2 * h], bf[j][2 * h + 1]};
-              f32x4& d = acc[ih * TM / 2 + i][jh * TN / 2 + j];
-              d = mfma16<kF16>(a, b, d);
-            }
-        kc::set_prio(0);
-        kc::sched_fence();
+      for (int j = 0; j < TN; ++j) {
+        const kc::u32x2 a{f.a[i][2 * h], f.a[i][2 * h + 1]}, b{f.b[j][2 * h], f.b[j][2 * h + 1]};
+        f32x4& d = acc[ih * TM / 2 + i][j];
+        d = mfma16<kF16>(a, b, d);
       }
-    }
-  }
+  kc::set_prio(0);
+}
+
+// End of a ping-pong phase: this wave's LDS accesses are complete (lgkmcnt(0)), then s_barrier;
+// sched_fence keeps the compiler from moving work between phases.
+__device__ __forceinline__ void phase_end() {
+  kc::sched_fence();
+  kc::lds_barrier();
+  kc::sched_fence();
 }
 
 template <bool kF16>
@@ -244,32 +248,53 @@ void gemm_cdna3_kernel(GemmParams p) {
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
 
-  int a_base[TM / 2], b_base[TN];  // chunk-0 LDS read offsets (see compute_tile)
+  int a_base[TM / 2], b_base[TN];  // chunk-0 LDS read offsets (see read_frags)
 #pragma unroll
   for (int i = 0; i < TM / 2; ++i) a_base[i] = kc::lds_offset(a_frag_row(w, i, lane), kc::frag_read_k(lane, 0));
 #pragma unroll
   for (int j = 0; j < TN; ++j) b_base[j] = kc::lds_offset(b_frag_col(w, j, lane), kc::frag_read_k(lane, 0));
 
+  // 8-wave ping-pong (config.h: phase_kind / phase_slot, proven on the host): group 1 runs one
+  // barrier slot behind group 0, so on every SIMD one wave does memory work while the other
+  // runs MFMA. Every wave executes the same number of barriers.
   const int ktiles = kittens::ceil_div(p.K, BK);
   A.load(m0, 0);
   B.load(n0, 0);
+  if (ping_pong_group(w) == 1) kc::lds_barrier();  // stagger: group 1 one slot behind
 #pragma clang loop unroll(disable)
   for (int kt = 0; kt < ktiles; ++kt) {
     const int k0 = kt * BK;
-    if (kt > 0) kc::lds_barrier();  // all waves are done reading tile kt-1 from LDS
+    // phase 0 (W): tile kt -> LDS (both groups finished reading tile kt - 1: the schedule's
+    // hazard proof), then the global loads of tile kt + 1 go in flight into the registers.
     A.mask_k(k0);
     B.mask_k(k0);
     A.store(As);                     // the compiler waits vmcnt for the prefetched registers
     B.store(Bs);
-    kc::lds_barrier();               // lgkmcnt(0) + s_barrier: tile kt is visible to all waves
-    if (kt + 1 < ktiles) {           // prefetch tile kt+1 into registers while computing tile kt
+    if (kt + 1 < ktiles) {
       A.load(m0, k0 + BK);
       B.load(n0, k0 + BK);
     }
-    compute_tile<kF16>(As, Bs, acc, w, lane, a_base, b_base);
+    phase_end();
+    // phase 1: no work (separates group 1's write of tile kt from group 0's first read of it).
+    phase_end();
+    // phases 2..9: read (chunk c, row half ih), then its 32 MFMAs.
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      Frags f;
+      read_frags(f, As, Bs, r / 2, r % 2, a_base, b_base);
+      phase_end();
+      mma_frags<kF16>(acc, f, r % 2);
+      phase_end();
+    }
   }
+  if (ping_pong_group(w) == 0) kc::lds_barrier();  // balance the stagger
 
-  epilogue<kF16, kOutF32>(p, acc, w, lane, m0, n0);
+  // The epilogue's per-lane offsets are derived from an opaque copy of the thread id, so the
+  // compiler cannot compute them before the loop and keep them live across it (that spilled
+  // 16 B in the mixed-layout kernels: ISA gate).
+  int tid_e = tid;
+  asm volatile("" : "+v"(tid_e));
+  epilogue<kF16, kOutF32>(p, acc, tid_e / 64, tid_e % 64, m0, n0);
 }
 
 }  // namespace tk::cdna3

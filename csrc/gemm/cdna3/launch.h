@@ -10,4 +10,7 @@ using DType = tk::hopper::DType;
 // `stream` is a hipStream_t. Returns nullptr on success, else a static error text.
 const char* gemm_launch(const GemmArgs& args, void* stream);
 
+// True when HIP device `device` is a gfx942 (the kernel's only target), read once per device.
+bool device_supported(int device);
+
 }  // namespace tk::cdna3

@@ -1,5 +1,6 @@
 // Host launcher of the CDNA3 GEMM: argument checks, instantiation per (dtype, layout), launch.
 #include <hip/hip_runtime.h>
+#include <cstring>
 #include <type_traits>
 #include "launch.h"
 #include "gemm_cdna3.hip"
@@ -32,6 +33,18 @@ const char* launch_dtype(const GemmArgs& g, hipStream_t s) {
 }
 
 }  // namespace
+
+bool device_supported(int device) {
+  static int cache[64] = {0};  // 0 unknown, 1 yes, 2 no
+  if (device < 0 || device >= 64) return false;
+  if (cache[device] == 0) {
+    hipDeviceProp_t prop;
+    const bool ok = hipGetDeviceProperties(&prop, device) == hipSuccess &&
+                    std::strncmp(prop.gcnArchName, "gfx942", 6) == 0;
+    cache[device] = ok ? 1 : 2;
+  }
+  return cache[device] == 1;
+}
 
 const char* gemm_launch(const GemmArgs& g, void* stream) {
   auto s = static_cast<hipStream_t>(stream);

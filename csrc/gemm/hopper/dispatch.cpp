@@ -1,6 +1,7 @@
 // CUDA dispatch of the tk ops: decides whether the Hopper kernel can take a call, describes the
-// operands for it (row- or column-major read natively, anything else copied to an aligned
-// row-major buffer), and launches on the current stream. Other cases fall back visibly.
+// operands for it (csrc/gemm/operand.h: row- or column-major read natively, unaligned pitches
+// re-pitched by pad_lines, anything else copied to row-major), plans the launch (plan.h) and
+// launches on the current stream. Other cases fall back visibly.
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -13,49 +14,11 @@
 #include "../../counters.h"
 #include "../../kittens/common/base.h"
 #include "../../ops.h"
+#include "../operand.h"
 #include "launch.h"
 
 namespace tk {
 namespace {
-
-constexpr int64_t kAlign = 16;  // TMA: base address and line stride in bytes
-
-struct Operand {
-  at::Tensor keep;  // owns the memory read (the input itself, or an aligned copy)
-  int64_t ld;       // elements between lines
-  bool row_major;
-};
-
-bool tma_ok(const at::Tensor& x, int64_t ld) {
-  return (ld * x.element_size()) % kAlign == 0 && reinterpret_cast<uintptr_t>(x.data_ptr()) % kAlign == 0;
-}
-
-// Row-major: lines are rows; column-major: lines are columns. A size-1 dimension's stride is
-// meaningless, so any aligned ld is used for it (TMA never reads past the single line).
-// A row- or column-major operand whose pitch or address TMA cannot take is re-pitched in the same
-// major order by the vectorized pad_lines kernel; other strides are copied to row-major by torch.
-Operand describe(const at::Tensor& x, cudaStream_t stream) {
-  const int64_t R = x.size(0), C = x.size(1), s0 = x.stride(0), s1 = x.stride(1);
-  const bool rm = (C == 1 || s1 == 1) && (R == 1 || s0 >= C);
-  const int64_t rm_ld = R == 1 ? kittens::round_up(C, 8) : s0;
-  if (rm && tma_ok(x, rm_ld)) return {x, rm_ld, true};
-  const bool cm = (R == 1 || s0 == 1) && (C == 1 || s1 >= R);
-  const int64_t cm_ld = C == 1 ? kittens::round_up(R, 8) : s1;
-  if (cm && tma_ok(x, cm_ld)) return {x, cm_ld, false};
-  const int64_t per16 = kAlign / x.element_size();
-  if ((rm || cm) && x.element_size() == 2) {
-    const int64_t lines = rm ? R : C, inner = rm ? C : R, src_ld = rm ? (R == 1 ? C : s0) : (C == 1 ? R : s1);
-    const int64_t ld = kittens::round_up(inner, per16);
-    at::Tensor buf = at::empty({lines, ld}, x.options());
-    const char* err = hopper::pad_lines_launch(x.data_ptr(), src_ld, buf.data_ptr(), ld, lines, inner, stream);
-    TORCH_CHECK(err == nullptr, "tk: ", err);
-    return {buf, ld, rm};
-  }
-  const int64_t ld = kittens::round_up(C, per16);  // strides TMA cannot describe: copy
-  at::Tensor buf = at::empty({R, ld}, x.options());
-  buf.narrow(1, 0, C).copy_(x);
-  return {buf, ld, true};
-}
 
 // Compute capability of `device`, read once per device (ATen/cuda/CUDAContext.h would pull in
 // cuBLAS/cuSPARSE headers that a bare toolkit may lack).
@@ -113,7 +76,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     context_ready_for = a.get_device();
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  const Operand A = describe(a, stream), B = describe(b, stream);
+  const Operand A = describe_operand(a, &hopper::pad_lines_launch, stream);
+  const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
   hopper::GemmArgs g{};
   g.a = A.keep.data_ptr();
   g.lda = A.ld;

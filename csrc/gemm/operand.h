@@ -1,0 +1,55 @@
+// How a 2-D operand is handed to the GEMM kernels (both backends): row- or column-major with a
+// 16-B aligned base and line pitch is read in place; a row-/column-major operand whose pitch or
+// address is not aligned is re-pitched in the same major order (by the backend's `repitch` copy
+// kernel, or by torch when there is none); any other strides are copied to row-major by torch.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "../kittens/common/base.h"
+
+namespace tk {
+
+constexpr int64_t kOperandAlign = 16;  // bytes: TMA (Hopper) and 16-B buffer loads (CDNA3)
+
+struct Operand {
+  at::Tensor keep;  // owns the memory read (the input itself, or an aligned copy)
+  int64_t ld;       // elements between lines
+  bool row_major;
+};
+
+// dst (lines x ld_dst) <- src (lines x inner, pitch ld_src); nullptr on success, else an error.
+using RepitchFn = const char* (*)(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
+                                  int64_t inner, void* stream);
+
+inline bool operand_aligned(const at::Tensor& x, int64_t ld) {
+  return (ld * x.element_size()) % kOperandAlign == 0 && reinterpret_cast<uintptr_t>(x.data_ptr()) % kOperandAlign == 0;
+}
+
+// Row-major: lines are rows; column-major: lines are columns. A size-1 dimension's stride is
+// meaningless, so any aligned ld is used for it (the kernels never read past the single line).
+inline Operand describe_operand(const at::Tensor& x, RepitchFn repitch, void* stream) {
+  const int64_t R = x.size(0), C = x.size(1), s0 = x.stride(0), s1 = x.stride(1);
+  const bool rm = (C == 1 || s1 == 1) && (R == 1 || s0 >= C);
+  const int64_t rm_ld = R == 1 ? kittens::round_up(C, 8) : s0;
+  if (rm && operand_aligned(x, rm_ld)) return {x, rm_ld, true};
+  const bool cm = (R == 1 || s0 == 1) && (C == 1 || s1 >= R);
+  const int64_t cm_ld = C == 1 ? kittens::round_up(R, 8) : s1;
+  if (cm && operand_aligned(x, cm_ld)) return {x, cm_ld, false};
+  const int64_t per16 = kOperandAlign / x.element_size();
+  if ((rm || cm) && repitch != nullptr && x.element_size() == 2) {
+    const int64_t lines = rm ? R : C, inner = rm ? C : R, src_ld = rm ? (R == 1 ? C : s0) : (C == 1 ? R : s1);
+    const int64_t ld = kittens::round_up(inner, per16);
+    at::Tensor buf = at::empty({lines, ld}, x.options());
+    const char* err = repitch(x.data_ptr(), src_ld, buf.data_ptr(), ld, lines, inner, stream);
+    TORCH_CHECK(err == nullptr, "tk: ", err);
+    return {buf, ld, rm};
+  }
+  const int64_t ld = kittens::round_up(C, per16);  // strides the kernels cannot take: copy
+  at::Tensor buf = at::empty({R, ld}, x.options());
+  buf.narrow(1, 0, C).copy_(x);
+  return {buf, ld, true};
+}
+
+}  // namespace tk
