@@ -14,6 +14,7 @@
 #include "../../counters.h"
 #include "../../kittens/common/base.h"
 #include "../../ops.h"
+#include "../backend_ops.h"
 #include "../operand.h"
 #include "launch.h"
 
@@ -46,10 +47,6 @@ int sm_count(int device) {
   return cache[device];
 }
 
-hopper::DType to_dtype(at::ScalarType t) {
-  return t == at::kBFloat16 ? hopper::DType::bf16 : t == at::kHalf ? hopper::DType::fp16 : hopper::DType::fp32;
-}
-
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
   if (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
@@ -78,24 +75,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   const Operand A = describe_operand(a, &hopper::pad_lines_launch, stream);
   const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
-  hopper::GemmArgs g{};
-  g.a = A.keep.data_ptr();
-  g.lda = A.ld;
-  g.a_mn = !A.row_major;  // column-major A is M-contiguous
-  g.b = B.keep.data_ptr();
-  g.ldb = B.ld;
-  g.b_mn = B.row_major;   // row-major B is N-contiguous
-  g.M = static_cast<int>(a.size(0));
-  g.K = static_cast<int>(a.size(1));
-  g.N = static_cast<int>(b.size(1));
-  g.in_dtype = to_dtype(a.scalar_type());
-  g.out_dtype = to_dtype(out.scalar_type());
-  g.out = out.data_ptr();
-  g.c = c.has_value() ? c->data_ptr() : nullptr;
-  g.c_s0 = c.has_value() ? c->stride(0) : 0;
-  g.c_s1 = c.has_value() ? c->stride(1) : 0;
-  g.alpha = static_cast<float>(alpha);
-  g.beta = static_cast<float>(beta);
+  hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   // The 2-CTA multicast kernels are opt-in (TK_HOPPER_CLUSTER=2, read once): correct, but on an
   // H100 they measured 0.62x torch.mm against 0.94x without (benchmarks/NOTES.md).
   static const int max_cluster = [] {
@@ -121,29 +101,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   return true;
 }
 
-at::Tensor gemm_cuda(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
-  static const ArgNames names{"tk.gemm", "a", "b", "self"};
-  return addmm_core(std::nullopt, a, b, 0, 1, out_dtype, names, &hopper_backend);
-}
-
-at::Tensor addmm_cuda(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
-                      const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype) {
-  static const ArgNames names{"tk.addmm", "mat1", "mat2", "self"};
-  return addmm_core(self, mat1, mat2, beta, alpha, out_dtype, names, &hopper_backend);
-}
-
-at::Tensor linear_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  return linear_core(input, weight, bias, &hopper_backend);
-}
-
 }  // namespace
 
 bool hopper_available(int device) { return is_sm90(device); }
 
 }  // namespace tk
 
-TORCH_LIBRARY_IMPL(tk, CUDA, m) {
-  m.impl("gemm", &tk::gemm_cuda);
-  m.impl("addmm", &tk::addmm_cuda);
-  m.impl("linear", &tk::linear_cuda);
-}
+TORCH_LIBRARY_IMPL(tk, CUDA, m) { tk::BackendOps<&tk::hopper_backend>::register_impls(m); }

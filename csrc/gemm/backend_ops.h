@@ -1,0 +1,66 @@
+// What the GPU backends' dispatchers share: the GemmArgs of a call (operands as described by
+// operand.h) and the three tk ops bound to one backend, registered under the CUDA key.
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "../ops.h"
+#include "hopper/launch.h"
+#include "operand.h"
+
+namespace tk {
+
+inline hopper::DType to_gemm_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? hopper::DType::bf16 : t == at::kHalf ? hopper::DType::fp16 : hopper::DType::fp32;
+}
+
+// out (M x N, row-major, contiguous) = alpha * a @ b + beta * c, with a/b read through A/B.
+inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const at::Tensor& a, const at::Tensor& b,
+                                       at::Tensor& out, const std::optional<at::Tensor>& c, double alpha,
+                                       double beta) {
+  hopper::GemmArgs g{};
+  g.a = A.keep.data_ptr();
+  g.lda = A.ld;
+  g.a_mn = !A.row_major;  // column-major A is M-contiguous
+  g.b = B.keep.data_ptr();
+  g.ldb = B.ld;
+  g.b_mn = B.row_major;   // row-major B is N-contiguous
+  g.M = static_cast<int>(a.size(0));
+  g.K = static_cast<int>(a.size(1));
+  g.N = static_cast<int>(b.size(1));
+  g.in_dtype = to_gemm_dtype(a.scalar_type());
+  g.out_dtype = to_gemm_dtype(out.scalar_type());
+  g.out = out.data_ptr();
+  g.c = c.has_value() ? c->data_ptr() : nullptr;
+  g.c_s0 = c.has_value() ? c->stride(0) : 0;
+  g.c_s1 = c.has_value() ? c->stride(1) : 0;
+  g.alpha = static_cast<float>(alpha);
+  g.beta = static_cast<float>(beta);
+  return g;
+}
+
+// tk.gemm / tk.addmm / tk.linear running `Backend` (which may decline: then the reference runs).
+template <MatmulBackend Backend>
+struct BackendOps {
+  static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
+    static const ArgNames names{"tk.gemm", "a", "b", "self"};
+    return addmm_core(std::nullopt, a, b, 0, 1, out_dtype, names, Backend);
+  }
+  static at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                          const at::Scalar& beta, const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype) {
+    static const ArgNames names{"tk.addmm", "mat1", "mat2", "self"};
+    return addmm_core(self, mat1, mat2, beta, alpha, out_dtype, names, Backend);
+  }
+  static at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+    return linear_core(input, weight, bias, Backend);
+  }
+  static void register_impls(torch::Library& m) {
+    m.impl("gemm", &gemm);
+    m.impl("addmm", &addmm);
+    m.impl("linear", &linear);
+  }
+};
+
+}  // namespace tk
