@@ -18,14 +18,12 @@ import ast
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 import pytest
 import torch
+from dist_helpers import run_example, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_fsdp_tp.py"
@@ -69,74 +67,49 @@ def _rel(out, ref):
     return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def _tp_worker(rank, init_file, out_dir):
+def _tp_body(rank):
     import copy
 
-    os.environ.update(NO_MULTICAST)
-    import torch.distributed as dist
+    import torch_tk
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
-    res = {}
-    try:
-        torch.cuda.set_device(rank)
-        dist.init_process_group("nccl", init_method="file://" + init_file, rank=rank, world_size=WORLD)
-        import torch_tk
-        from torch import nn
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor.debug import CommDebugMode
-        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-
-        mesh = init_device_mesh("cuda", (WORLD,))
-        torch.manual_seed(0)
-        ref = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 512)).to("cuda", torch.bfloat16)
-        plan = {"0": ColwiseParallel(), "2": RowwiseParallel()}
-        stock = parallelize_module(copy.deepcopy(ref), mesh, plan)
-        patched = copy.deepcopy(ref)
-        torch_tk.patch_linear(patched, strict=True)
-        patched = parallelize_module(patched, mesh, plan)
-        g = torch.Generator(device="cuda").manual_seed(7)
-        x0 = torch.randn(4, 64, 512, device="cuda", dtype=torch.bfloat16, generator=g)
-        gy = torch.randn(4, 64, 512, device="cuda", dtype=torch.bfloat16, generator=g)
-        outs = {}
-        for name, model in (("stock", stock), ("patched", patched)):
-            torch_tk.reset_kernel_counters()
-            x = x0.clone().requires_grad_()
-            with CommDebugMode() as cm_f:
-                y = model(x)
-            with CommDebugMode() as cm_b:
-                (y.float() * gy.float()).sum().backward()
-            torch.cuda.synchronize()
-            grads = {n: (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad)
-                     for n, p in model.named_parameters()}
-            outs[name] = (y, x.grad, grads)
-            res[name] = {"fwd": {str(k): int(v) for k, v in cm_f.get_comm_counts().items() if v},
-                         "bwd": {str(k): int(v) for k, v in cm_b.get_comm_counts().items() if v},
-                         "hopper_calls": torch_tk.kernel_counters()["hopper"], "cpu_calls": torch_tk.kernel_counters()["cpu"]}
-        (ys, gxs, gs), (yp, gxp, gp) = outs["stock"], outs["patched"]
-        res["rel_err"] = {"y": _rel(yp, ys), "dx": _rel(gxp, gxs), **{f"d{n}": _rel(gp[n], gs[n]) for n in gs}}
-        res["ok"] = True
-    except Exception:
-        res = {"ok": False, "err": traceback.format_exc()}
-    finally:
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(res, f)
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+    mesh = init_device_mesh("cuda", (WORLD,))
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 512)).to("cuda", torch.bfloat16)
+    plan = {"0": ColwiseParallel(), "2": RowwiseParallel()}
+    stock = parallelize_module(copy.deepcopy(ref), mesh, plan)
+    patched = copy.deepcopy(ref)
+    torch_tk.patch_linear(patched, strict=True)
+    patched = parallelize_module(patched, mesh, plan)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x0 = torch.randn(4, 64, 512, device="cuda", dtype=torch.bfloat16, generator=g)
+    gy = torch.randn(4, 64, 512, device="cuda", dtype=torch.bfloat16, generator=g)
+    res, outs = {}, {}
+    for name, model in (("stock", stock), ("patched", patched)):
+        torch_tk.reset_kernel_counters()
+        x = x0.clone().requires_grad_()
+        with CommDebugMode() as cm_f:
+            y = model(x)
+        with CommDebugMode() as cm_b:
+            (y.float() * gy.float()).sum().backward()
+        torch.cuda.synchronize()
+        grads = {n: (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad)
+                 for n, p in model.named_parameters()}
+        outs[name] = (y, x.grad, grads)
+        res[name] = {"fwd": {str(k): int(v) for k, v in cm_f.get_comm_counts().items() if v},
+                     "bwd": {str(k): int(v) for k, v in cm_b.get_comm_counts().items() if v},
+                     "hopper_calls": torch_tk.kernel_counters()["hopper"]}
+    (ys, gxs, gs), (yp, gxp, gp) = outs["stock"], outs["patched"]
+    res["rel_err"] = {"y": _rel(yp, ys), "dx": _rel(gxp, gxs), **{f"d{n}": _rel(gp[n], gs[n]) for n in gs}}
+    res["ok"] = True
+    return res
 
 
 def test_tp_mlp_nccl_matches_stock_with_stock_comms(tmp_path):
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_tp_worker, args=(r, str(tmp_path / "init"), str(tmp_path))) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
-        if p.is_alive():
-            p.kill()
-    out = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
+    out = spawn(_tp_body, WORLD, tmp_path, "nccl", timeout=TIMEOUT_S, env=NO_MULTICAST)
     _report("TP MLP 512-1024-512 bf16, 2 ranks NCCL (CommDebugMode counts, rel err patched vs stock)",
             json.dumps(out, indent=1))
     for r, res in enumerate(out):
@@ -152,77 +125,51 @@ def test_tp_mlp_nccl_matches_stock_with_stock_comms(tmp_path):
 # ----------------------------------------------------------------------------------------------
 # FSDP2 gradients vs a single-GPU run (same model, seed and global batch)
 # ----------------------------------------------------------------------------------------------
-def _fsdp_grad_worker(rank, init_file, out_dir, device_type="cuda"):
-    """device_type "cpu" (gloo, fp32, the tk CPU reference) checks this worker itself without GPUs."""
-    os.environ.update(NO_MULTICAST)
+def fsdp_grad_body(rank, device_type="cuda"):
+    """device_type "cpu" (gloo, fp32, the tk CPU reference) lets CI check this body without GPUs."""
     import argparse
 
     import torch.distributed as dist
 
-    res = {}
-    try:
-        cuda = device_type == "cuda"
-        if cuda:
-            torch.cuda.set_device(rank)
-        dist.init_process_group("nccl" if cuda else "gloo", init_method="file://" + init_file, rank=rank,
-                                world_size=WORLD)
-        sys.path.insert(0, str(EXAMPLE.parent))
-        import train_fsdp_tp as ex
+    sys.path.insert(0, str(EXAMPLE.parent))
+    import train_fsdp_tp as ex
 
-        import torch_tk
-        from torch.distributed.device_mesh import init_device_mesh
+    import torch_tk
+    from torch.distributed.device_mesh import init_device_mesh
 
-        args = argparse.Namespace(seed=0, batch_size=4)
-        dev, dtype = (torch.device("cuda", rank), torch.bfloat16) if cuda else (torch.device("cpu"), torch.float32)
-        full = ex.make_batches(args, 1, 0, 1, dev)[0]  # the global batch
-        ref = ex.build_model(args, dtype, dev)  # single-GPU stock reference, on every rank
-        ref_loss = ref(input_ids=full, labels=full).loss
-        ref_loss.backward()
-        ref_grads = {n: p.grad.float() for n, p in ref.named_parameters()}
+    cuda = device_type == "cuda"
+    args = argparse.Namespace(seed=0, batch_size=4)
+    dev, dtype = (torch.device("cuda", rank), torch.bfloat16) if cuda else (torch.device("cpu"), torch.float32)
+    full = ex.make_batches(args, 1, 0, 1, dev)[0]  # the global batch
+    ref = ex.build_model(args, dtype, dev)  # single-device stock reference, on every rank
+    ref_loss = ref(input_ids=full, labels=full).loss
+    ref_loss.backward()
+    ref_grads = {n: p.grad.float() for n, p in ref.named_parameters()}
 
-        mesh = init_device_mesh(device_type, (WORLD,))
-        model = ex.build_model(args, dtype, dev)
-        ex._apply_fsdp(model, mesh)
-        torch_tk.patch_linear(model, strict=True)
-        torch_tk.reset_kernel_counters()
-        mine = ex.make_batches(args, 1, rank, WORLD, dev)[0]  # this rank's half
-        loss = model(input_ids=mine, labels=mine).loss
-        loss.backward()
-        mean_loss = loss.detach().float().clone()
-        dist.all_reduce(mean_loss)
-        mean_loss /= WORLD
-        errs = {}
-        for n, p in model.named_parameters():
-            g = p.grad.full_tensor().float() if hasattr(p.grad, "full_tensor") else p.grad.float()
-            r = ref_grads[n]
-            errs[n] = ((g - r).norm() / r.norm().clamp_min(1e-30)).item()
-        res = {"ok": True, "loss_fsdp": mean_loss.item(), "loss_single": ref_loss.item(),
-               "max_grad_rel_err": max(errs.values()), "worst": max(errs, key=errs.get), "n_params": len(errs),
-               "hopper_calls": torch_tk.kernel_counters()["hopper"], "cpu_calls": torch_tk.kernel_counters()["cpu"]}
-    except Exception:
-        res = {"ok": False, "err": traceback.format_exc()}
-    finally:
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(res, f)
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+    mesh = init_device_mesh(device_type, (WORLD,))
+    model = ex.build_model(args, dtype, dev)
+    ex._apply_fsdp(model, mesh)
+    torch_tk.patch_linear(model, strict=True)
+    torch_tk.reset_kernel_counters()
+    mine = ex.make_batches(args, 1, rank, WORLD, dev)[0]  # this rank's half
+    loss = model(input_ids=mine, labels=mine).loss
+    loss.backward()
+    mean_loss = loss.detach().float().clone()
+    dist.all_reduce(mean_loss)
+    mean_loss /= WORLD
+    errs = {}
+    for n, p in model.named_parameters():
+        g = p.grad.full_tensor().float() if hasattr(p.grad, "full_tensor") else p.grad.float()
+        r = ref_grads[n]
+        errs[n] = ((g - r).norm() / r.norm().clamp_min(1e-30)).item()
+    counters = torch_tk.kernel_counters()
+    return {"ok": True, "loss_fsdp": mean_loss.item(), "loss_single": ref_loss.item(),
+            "max_grad_rel_err": max(errs.values()), "worst": max(errs, key=errs.get), "n_params": len(errs),
+            "hopper_calls": counters["hopper"], "cpu_calls": counters["cpu"]}
 
 
 def test_fsdp2_patched_gradients_match_single_gpu(tmp_path):
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_fsdp_grad_worker, args=(r, str(tmp_path / "init"), str(tmp_path)))
-             for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
-        if p.is_alive():
-            p.kill()
-    out = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
+    out = spawn(fsdp_grad_body, WORLD, tmp_path, "nccl", "cuda", timeout=TIMEOUT_S, env=NO_MULTICAST)
     _report("FSDP2 (2 ranks, patched) gradients vs single-GPU stock, one step on the same global batch",
             json.dumps(out, indent=1))
     for r, res in enumerate(out):
@@ -235,25 +182,11 @@ def test_fsdp2_patched_gradients_match_single_gpu(tmp_path):
 # ----------------------------------------------------------------------------------------------
 # The example on 2 GPUs
 # ----------------------------------------------------------------------------------------------
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run(args, nproc):
-    env = dict(os.environ, **NO_MULTICAST)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
-               "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), str(EXAMPLE)]
-    else:
-        cmd = [sys.executable, str(EXAMPLE)]
-    cmd += ["--device", "cuda", "--steps", str(STEPS), *args]
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-    _report(f"{' '.join(cmd[-8:])} (nproc {nproc}, rc {p.returncode})", p.stdout[-6000:] + p.stderr[-2000:])
-    js = [ln[len("JSON "):] for ln in p.stdout.splitlines() if ln.startswith("JSON ")]
-    return p.returncode, p.stdout + p.stderr, (json.loads(js[-1]) if js else None)
+    rc, out, summary = run_example(EXAMPLE, ["--device", "cuda", "--steps", str(STEPS), *args], nproc,
+                                   NO_MULTICAST, TIMEOUT_S)
+    _report(f"examples/train_fsdp_tp.py {' '.join(args)} (nproc {nproc}, rc {rc})", out[-8000:])
+    return rc, out, summary
 
 
 _cache = {}

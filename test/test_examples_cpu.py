@@ -5,14 +5,10 @@ Configurations: tp=1 (FSDP2 over 2 ranks), tp=2 (TP only), tp=1 with --patch-fir
 loss curves differ by more than 1e-4 abs in fp32). Also: the 2-rank FSDP2 patched losses match a
 single-process stock run of the same seed and batches within 1e-4.
 """
-import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dist_helpers import run_example, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_fsdp_tp.py"
@@ -40,31 +36,9 @@ def _skip_reason():
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    env["OMP_NUM_THREADS"] = "1"  # no oversubscription of small CI machines
-    return env
-
-
 def _run(args, nproc):
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
-               "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), str(EXAMPLE)]
-    else:
-        cmd = [sys.executable, str(EXAMPLE)]
-    cmd += ["--device", "cpu", "--steps", str(STEPS), *args]
-    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
-    out = p.stdout + p.stderr
-    js = [ln[len("JSON "):] for ln in p.stdout.splitlines() if ln.startswith("JSON ")]
-    summary = json.loads(js[-1]) if js else None
-    return p.returncode, out, summary
+    return run_example(EXAMPLE, ["--device", "cpu", "--steps", str(STEPS), *args], nproc,
+                       {"OMP_NUM_THREADS": "1"}, TIMEOUT_S)  # no oversubscription of small CI machines
 
 
 _cache = {}
@@ -120,21 +94,9 @@ def test_2d_mesh_fsdp2_x_tp_on_4_ranks():
 
 def test_fsdp2_gradients_match_single_process_cpu(tmp_path):
     """The 2-rank FSDP2 gradient check of test_distributed_gpu.py, on gloo + the CPU reference (fp32)."""
-    import multiprocessing as mp
+    from test_distributed_gpu import fsdp_grad_body
 
-    from test_distributed_gpu import _fsdp_grad_worker
-
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_fsdp_grad_worker, args=(r, str(tmp_path / "init"), str(tmp_path), "cpu"))
-             for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
-        if p.is_alive():
-            p.kill()
-    for r in range(2):
-        res = json.loads((tmp_path / f"rank{r}.json").read_text())
+    for res in spawn(fsdp_grad_body, 2, tmp_path, "gloo", "cpu", timeout=TIMEOUT_S):
         assert res["ok"], res.get("err")
         assert res["cpu_calls"] > 0 and res["n_params"] > 10
         assert abs(res["loss_fsdp"] - res["loss_single"]) <= TOL, res
