@@ -82,3 +82,13 @@ def run_example(script, args, nproc, env_extra=None, timeout=300):
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     js = [ln[len("JSON "):] for ln in p.stdout.splitlines() if ln.startswith("JSON ")]
     return p.returncode, p.stdout + p.stderr, (json.loads(js[-1]) if js else None)
+
+
+_memo = {}
+
+
+def memo(key, fn, *args):
+    """fn(*args), computed once per key per test session (the example runs are shared by tests)."""
+    if key not in _memo:
+        _memo[key] = fn(*args)
+    return _memo[key]

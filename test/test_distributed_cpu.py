@@ -7,12 +7,11 @@ distribute_tensor, compared with a float64 reference of the full tensors, includ
 outputs reduced by redistribute -> Replicate), and a ColwiseParallel/RowwiseParallel MLP of
 patched layers (fwd + bwd vs a single-process stock model, CommDebugMode counts equal to stock TP).
 """
-import json
-import os
 import traceback
 
 import pytest
 import torch
+from dist_helpers import spawn
 
 WORLD = 2
 TIMEOUT_S = 150
@@ -186,31 +185,16 @@ def _tp_check(mesh):
     return out
 
 
-def _worker(rank, init_file, out_dir):
-    import torch.distributed as dist
+def _rank_body(rank):
+    from torch.distributed.device_mesh import init_device_mesh
 
-    torch.set_num_threads(1)
-    res = {}
+    mesh = init_device_mesh("cpu", (WORLD,))
+    res = dict(_ops_checks(mesh))
     try:
-        dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=WORLD)
-        from torch.distributed.device_mesh import init_device_mesh
-
-        mesh = init_device_mesh("cpu", (WORLD,))
-        res.update(_ops_checks(mesh))
-        try:
-            tp = _tp_check(mesh)
-            res["tp_mlp"] = {"ok": True, **tp}
-        except Exception:
-            res["tp_mlp"] = {"ok": False, "err": traceback.format_exc()}
+        res["tp_mlp"] = {"ok": True, **_tp_check(mesh)}
     except Exception:
-        res["_setup"] = {"ok": False, "err": traceback.format_exc()}
-    finally:
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(res, f)
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+        res["tp_mlp"] = {"ok": False, "err": traceback.format_exc()}
+    return res
 
 
 # ----------------------------------------------------------------------------------------------
@@ -221,26 +205,9 @@ def results(tmp_path_factory):
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    import multiprocessing as mp
-
-    d = tmp_path_factory.mktemp("tk_dist")
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(r, str(d / "init"), str(d))) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()
-    out = []
-    for r in range(WORLD):
-        f = d / f"rank{r}.json"
-        assert f.exists(), f"rank {r} wrote no results (exit code {procs[r].exitcode})"
-        out.append(json.loads(f.read_text()))
+    out = spawn(_rank_body, WORLD, tmp_path_factory.mktemp("tk_dist"), "gloo", timeout=TIMEOUT_S)
     for r, res in enumerate(out):
-        assert "_setup" not in res, f"rank {r} setup failed:\n{res['_setup']['err']}"
+        assert res.get("ok") is not False, f"rank {r} failed:\n{res.get('err')}"  # spawn's report of an exception
     return out
 
 

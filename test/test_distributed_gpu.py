@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from dist_helpers import run_example, spawn
+from dist_helpers import memo, run_example, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_fsdp_tp.py"
@@ -189,13 +189,8 @@ def _run(args, nproc):
     return rc, out, summary
 
 
-_cache = {}
-
-
 def _cached(key, args, nproc):
-    if key not in _cache:
-        _cache[key] = _run(args, nproc)
-    return _cache[key]
+    return memo(("gpu", key), _run, args, nproc)
 
 
 CONFIGS = {

@@ -8,7 +8,7 @@ single-process stock run of the same seed and batches within 1e-4.
 from pathlib import Path
 
 import pytest
-from dist_helpers import run_example, spawn
+from dist_helpers import memo, run_example, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "train_fsdp_tp.py"
@@ -41,13 +41,8 @@ def _run(args, nproc):
                        {"OMP_NUM_THREADS": "1"}, TIMEOUT_S)  # no oversubscription of small CI machines
 
 
-_cache = {}
-
-
 def _cached(key, args, nproc):
-    if key not in _cache:
-        _cache[key] = _run(args, nproc)
-    return _cache[key]
+    return memo(("cpu", key), _run, args, nproc)
 
 
 CONFIGS = {
