@@ -12,6 +12,15 @@
 
 namespace tk {
 
+// Why a call the device could run cannot go to the 16-bit kernels (nullptr: it can).
+inline const char* operand_decline_reason(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
+    return "dtype is not bfloat16/float16 (the kernels take 16-bit inputs)";
+  constexpr int64_t kMax = 0x7fffffff;
+  if (a.size(0) > kMax || a.size(1) > kMax || b.size(1) > kMax) return "a dimension exceeds 2^31-1";
+  return nullptr;
+}
+
 inline hopper::DType to_gemm_dtype(at::ScalarType t) {
   return t == at::kBFloat16 ? hopper::DType::bf16 : t == at::kHalf ? hopper::DType::fp16 : hopper::DType::fp32;
 }

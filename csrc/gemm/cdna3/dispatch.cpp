@@ -20,11 +20,7 @@ namespace {
 
 const char* decline_reason(const at::Tensor& a, const at::Tensor& b) {
   if (!cdna3::device_supported(a.get_device())) return "the GPU is not gfx942 (CDNA3); the HIP kernel is built for gfx942";
-  if (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
-    return "dtype is not bfloat16/float16 (the kernels take 16-bit inputs)";
-  constexpr int64_t kMax = 0x7fffffff;
-  if (a.size(0) > kMax || a.size(1) > kMax || b.size(1) > kMax) return "a dimension exceeds 2^31-1";
-  return nullptr;
+  return operand_decline_reason(a, b);
 }
 
 bool cdna3_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,

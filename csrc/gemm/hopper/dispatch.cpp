@@ -49,11 +49,7 @@ int sm_count(int device) {
 
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
-  if (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
-    return "dtype is not bfloat16/float16 (the kernels take 16-bit inputs)";
-  constexpr int64_t kMax = 0x7fffffff;
-  if (a.size(0) > kMax || a.size(1) > kMax || b.size(1) > kMax) return "a dimension exceeds 2^31-1";
-  return nullptr;
+  return operand_decline_reason(a, b);
 }
 
 bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
