@@ -172,7 +172,9 @@ def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, b
     rec["hopper_ran"] = delta.get("hopper", 0) >= 1 and delta.get("fallback", 0) == 0
     rec["new_fallback_reasons"] = sorted(set(torch_tk.fallback_reasons()) - r0)
     try:
-        rec["plan"] = torch_tk._C.hopper_plan(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        rec["plan"] = torch_tk._C.hopper_plan(M, N, K, sms)
+        rec["skinny_plan"] = torch_tk._C.hopper_skinny_plan(M, N, K, a.stride(1) == 1, b.stride(0) == 1, sms)
     except Exception:  # noqa: BLE001 - CPU-only build
         pass
 
@@ -209,6 +211,14 @@ def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, b
 
 # ----------------------------------------------------------------------------- main
 
+def _plan_text(r):
+    if r.get("counters_delta_one_call", {}).get("hopper_skinny", 0) >= 1 and "skinny_plan" in r:
+        return f"skinny rows{r['skinny_plan']['rows']} tn{r['skinny_plan']['tn']}"
+    if "plan" not in r:
+        return "-"
+    return ("swapAB " if r["plan"]["swap_ab"] else "") + f"bn{r['plan']['bn']} s{r['plan']['splits']}"
+
+
 COLS = [
     ("suite", lambda r: r["suite"]),
     ("shape MxNxK", lambda r: f"{r['M']}x{r['N']}x{r['K']}"),
@@ -222,8 +232,7 @@ COLS = [
     ("roofline", lambda r: f"{100 * r['ours_roofline_frac']:.0f}% (torch {100 * r['torch_roofline_frac']:.0f}%)"
      if "ours_roofline_frac" in r else "-"),
     ("rel err", lambda r: f"{r['rel_err_vs_fp32']:.1e}" if "rel_err_vs_fp32" in r else "-"),
-    ("plan", lambda r: ("swapAB " if r["plan"]["swap_ab"] else "") + f"bn{r['plan']['bn']} s{r['plan']['splits']}"
-     if "plan" in r else "-"),
+    ("plan", lambda r: _plan_text(r)),
     ("note", lambda r: ("" if r.get("hopper_ran", True) else "NOT HOPPER ") + r.get("error", "")[:60]),
 ]
 

@@ -7,7 +7,8 @@
 
 namespace tk {
 
-enum class Path { hopper, fallback, cpu, cdna3 };
+// hopper_skinny counts the hopper calls that ran the skinny (decode-shape) kernel.
+enum class Path { hopper, fallback, cpu, cdna3, hopper_skinny };
 
 void count_call(Path p);
 std::map<std::string, int64_t> kernel_counters();

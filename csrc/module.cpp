@@ -8,6 +8,7 @@
 #include "kittens/common/raster.h"
 #include "kittens/common/swizzle.h"
 #include "gemm/hopper/plan.h"
+#include "gemm/hopper/skinny_plan.h"
 
 namespace tk {
 #ifdef TK_WITH_CUDA
@@ -86,4 +87,31 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
+  m.def(
+      "hopper_skinny_plan",
+      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m) {
+        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m);
+        py::dict d;
+        d["use"] = p.use;
+        d["rows"] = p.rows;
+        d["tn"] = p.tn;
+        d["warps"] = p.warps;
+        d["grid"] = p.grid;
+        return d;
+      },
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("a_k_contig") = true, py::arg("b_k_contig") = true,
+      py::arg("sms") = 132, py::arg("max_m") = tk::hopper::kSkinnyMaxM,
+      "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h).");
+  m.def(
+      "mma16816_coord",
+      [](const std::string& operand, int lane, int reg, int half) {
+        const kittens::RowCol rc = operand == "a"   ? kittens::mma16816_a_coord(lane, reg, half)
+                                   : operand == "b" ? kittens::mma16816_b_coord(lane, reg, half)
+                                                    : kittens::mma16816_c_coord(lane, reg);
+        return std::make_tuple(rc.row, rc.col);
+      },
+      py::arg("operand"), py::arg("lane"), py::arg("reg"), py::arg("half") = 0,
+      "(row, col) of an mma.m16n8k16 fragment element: operand 'a' (16x16), 'b' (16x8, row = k) or 'c' (16x8).");
+  m.def("skinny_chunk_k", &kittens::skinny_chunk_k, py::arg("step"), py::arg("logical_k"),
+        "Physical k (0..31) of the skinny kernel's chunk for mma step `step` and logical column `logical_k`.");
 }

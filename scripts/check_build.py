@@ -1,5 +1,6 @@
 """Build facts CI asserts without a GPU: when the toolkit was present, the extension holds sm_90a
-gemm kernels whose SASS has HGMMA (wgmma) instructions and whose ptxas report shows no spills."""
+gemm kernels whose SASS has HGMMA (wgmma) instructions, skinny kernels with HMMA (mma.sync), and
+whose ptxas report shows no spills."""
 import glob
 import os
 import re
@@ -40,6 +41,12 @@ def main():
         kernels = len(re.findall(r"Function : \S*gemm_kernel", sass))
         assert kernels >= 32 and n >= 4 * kernels, f"expected HGMMA in every gemm kernel: {kernels} kernels, {n} HGMMA"
         print(f"check_build: {kernels} sm_90a gemm kernels, {n} HGMMA instructions")
+        # The skinny (decode-shape) kernels run on mma.sync: HMMA.16816.F32 in every one.
+        bodies = re.split(r"\n\s*Function : ", sass)
+        skinny = [b for b in bodies if re.match(r"\S*skinny_kernel", b)]
+        hmma = [b.count("HMMA.16816.F32") for b in skinny]
+        assert len(skinny) >= 28 and min(hmma) >= 2, f"skinny kernels: {len(skinny)}, HMMA per kernel {hmma}"
+        print(f"check_build: {len(skinny)} skinny kernels, HMMA.16816.F32 per kernel {min(hmma)}..{max(hmma)}")
     if os.path.exists("build.log"):
         log = open("build.log").read()
         spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)

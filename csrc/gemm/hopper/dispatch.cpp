@@ -84,6 +84,21 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     const int v = e != nullptr ? std::atoi(e) : 0;
     return v > 0 && v <= 64 ? v : 8;
   }();
+  // Decode shapes (M <= 64, F.linear's layout) go to the skinny kernel (skinny_plan.h);
+  // TK_HOPPER_SKINNY_MAX_M overrides its M limit (read once; 0 disables; for A/B measurements).
+  static const int skinny_max_m = [] {
+    const char* e = std::getenv("TK_HOPPER_SKINNY_MAX_M");
+    return e != nullptr ? std::atoi(e) : hopper::kSkinnyMaxM;
+  }();
+  const hopper::SkinnyPlan sp =
+      hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m);
+  if (sp.use) {
+    const char* err = hopper::skinny_launch(g, sp, stream);
+    TORCH_CHECK(err == nullptr, "tk: Hopper skinny GEMM launch failed: ", err);
+    count_call(Path::hopper);
+    count_call(Path::hopper_skinny);
+    return true;
+  }
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
                              group_m);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)

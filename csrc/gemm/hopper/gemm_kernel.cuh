@@ -11,6 +11,7 @@
 #include "../../kittens/hopper/st.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
 #include "../../kittens/hopper/wgmma_ops.cuh"
+#include "convert.cuh"
 
 namespace tk::hopper {
 using namespace kittens;
@@ -59,18 +60,6 @@ struct Epilogue {
   int64_t o_split;
 };
 
-template <typename OutT> __device__ __forceinline__ OutT from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-
-__device__ __forceinline__ uint16_t bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
-__device__ __forceinline__ uint16_t bits16(__half v) { return __half_as_ushort(v); }
-
-// (torch builds define __CUDA_NO_HALF_CONVERSIONS__, so conversions are spelled out)
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
 
 template <typename OutT>
 __device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include "plan.h"
+#include "skinny_plan.h"
 
 namespace tk::hopper {
 
@@ -44,4 +45,10 @@ namespace tk::hopper {
 // line pitch ld_src, any 2-B aligned address), zero-padded. nullptr on success.
 const char* pad_lines_launch(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
                              int64_t inner, void* stream);
+}  // namespace tk::hopper
+
+namespace tk::hopper {
+// The skinny (M <= 64, K-contiguous A and B) kernel for a plan_skinny(...) with use == true;
+// same argument contract as gemm_launch (plan and workspace unused). nullptr on success.
+const char* skinny_launch(const GemmArgs& args, const SkinnyPlan& plan, void* stream);
 }  // namespace tk::hopper

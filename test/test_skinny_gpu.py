@@ -1,0 +1,92 @@
+"""GPU tests of the skinny (decode-shape) kernel: M <= 64 tokens, F.linear's layout (A row-major,
+B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data, NaN-poisoned
+allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance; every case
+also asserts that the skinny kernel (not the wgmma GEMM or a fallback) ran."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_tk
+from conftest import rel_err
+from test_gpu import DEV, FP32_OUT_TOL, LOWP, TOL, KernelWatch, _dt, needs_hopper, ref64, run_poisoned
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+# N = 1057: a partial 16/32-row CTA; K = 1000 (partial 32-chunk), 999 (odd: re-pitched), 7 (tail only).
+SHAPES = [(m, n, k) for m in (1, 3, 8, 13, 16, 31, 33, 64) for (n, k) in ((4096, 4096), (1057, 1000))]
+SHAPES += [(5, 2048, 999), (64, 1100, 7), (17, 4096, 33), (2, 14336, 64)]
+
+
+def _skinny_ran(w):
+    w.assert_hopper(2)
+    assert w.delta["hopper_skinny"] >= 2, f"the skinny kernel did not run: {w.delta}"
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_skinny_linear(shape, dtype):
+    M, N, K = shape
+    x = torch.randn(M, K, dtype=dtype, device=DEV)
+    weight = torch.randn(N, K, dtype=dtype, device=DEV)
+    bias = torch.randn(N, dtype=dtype, device=DEV)
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.ops.linear(x, weight, bias), (M, N), dtype)
+    _skinny_ran(w)
+    assert out.shape == (M, N) and out.dtype == dtype
+    err = rel_err(out, ref64(x, weight.t()) + bias.double())
+    assert err < TOL[dtype], f"linear {shape} {dtype}: {err:.3e}"
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("beta,alpha", [(0.5, 2.0), (-1.0, 0.25), (0, 1.5)])
+def test_skinny_addmm(beta, alpha, dtype):
+    M, N, K = 24, 3000, 1000
+    a = torch.randn(M, K, dtype=dtype, device=DEV)
+    b = torch.randn(N, K, dtype=dtype, device=DEV).t()
+    c = torch.randn(M, N, dtype=dtype, device=DEV).t().contiguous().t()  # column-major C
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.ops.addmm(c, a, b, beta=beta, alpha=alpha), (M, N), dtype)
+    _skinny_ran(w)
+    ref = alpha * ref64(a, b) + beta * c.double()
+    assert rel_err(out, ref) < TOL[dtype]
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+def test_skinny_out_dtype_fp32(dtype):
+    M, N, K = 9, 2112, 1001
+    a = torch.randn(M, K, dtype=dtype, device=DEV)
+    b = torch.randn(N, K, dtype=dtype, device=DEV).t()
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.gemm(a, b, out_dtype=torch.float32), (M, N), torch.float32)
+    _skinny_ran(w)
+    assert out.dtype == torch.float32
+    assert rel_err(out, ref64(a, b)) < FP32_OUT_TOL
+
+
+@needs_hopper
+def test_skinny_matches_wgmma_kernel():
+    """The two Hopper paths agree (M = 32, where the plan could take either)."""
+    a = torch.randn(32, 4096, dtype=torch.bfloat16, device=DEV)
+    b = torch.randn(4096, 4096, dtype=torch.bfloat16, device=DEV).t()
+    with KernelWatch() as w:
+        skinny = torch_tk.gemm(a, b, out_dtype=torch.float32)
+    assert w.delta["hopper_skinny"] == 1
+    with KernelWatch() as w:
+        wgmma = torch_tk.gemm(a.t().contiguous().t(), b, out_dtype=torch.float32)  # column-major A: GEMM kernel
+    assert w.delta["hopper_skinny"] == 0 and w.delta["hopper"] == 1
+    assert rel_err(skinny, wgmma.double()) < 1e-5
+
+
+@needs_hopper
+def test_skinny_not_used_outside_its_layout():
+    a = torch.randn(8, 4096, dtype=torch.bfloat16, device=DEV)
+    b = torch.randn(4096, 4096, dtype=torch.bfloat16, device=DEV)  # row-major B: N contiguous
+    with KernelWatch() as w:
+        out = torch_tk.gemm(a, b)
+    assert w.delta["hopper_skinny"] == 0 and w.delta["hopper"] == 1
+    assert rel_err(out, ref64(a, b)) < TOL[torch.bfloat16]

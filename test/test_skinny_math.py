@@ -1,0 +1,115 @@
+"""Host tests of the skinny (decode-shape) kernel's index math and plan (torch_tk._C).
+
+The mma.m16n8k16 fragment maps are checked against the PTX ISA's formulas for
+"Matrix Fragments for mma.m16n8k16 with floating point type" written out independently
+here; the kernel's K order (each lane loads one 16-B vector per row and feeds words 2s,
+2s+1 to mma step s) is checked by simulating a warp's two mma steps on integer data.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from torch_tk import _C
+
+
+def ptx_a(lane, i):
+    """PTX: A element a_i (i = 0..7, two per 32-bit register) of a lane."""
+    g, q = lane // 4, lane % 4
+    row = g if (i < 2 or 4 <= i < 6) else g + 8
+    col = q * 2 + (i & 1) + (8 if i >= 4 else 0)
+    return row, col
+
+
+def ptx_b(lane, i):
+    g, q = lane // 4, lane % 4
+    return q * 2 + (i & 1) + (8 if i >= 2 else 0), g
+
+
+def ptx_c(lane, i):
+    g, q = lane // 4, lane % 4
+    return (g if i < 2 else g + 8), q * 2 + (i & 1)
+
+
+def test_mma16816_maps_match_ptx():
+    for lane in range(32):
+        for reg in range(4):
+            for half in range(2):
+                assert _C.mma16816_coord("a", lane, reg, half) == ptx_a(lane, 2 * reg + half)
+            assert _C.mma16816_coord("c", lane, reg) == ptx_c(lane, reg)
+        for reg in range(2):
+            for half in range(2):
+                assert _C.mma16816_coord("b", lane, reg, half) == ptx_b(lane, 2 * reg + half)
+    # each map covers its matrix exactly once across the warp
+    a = {_C.mma16816_coord("a", l, r, h) for l in range(32) for r in range(4) for h in range(2)}
+    b = {_C.mma16816_coord("b", l, r, h) for l in range(32) for r in range(2) for h in range(2)}
+    c = {_C.mma16816_coord("c", l, r) for l in range(32) for r in range(4)}
+    assert a == {(r, k) for r in range(16) for k in range(16)}
+    assert b == {(k, n) for k in range(16) for n in range(8)}
+    assert c == {(r, n) for r in range(16) for n in range(8)}
+
+
+def test_skinny_chunk_k_is_a_bijection_within_the_lane_vector():
+    seen = set()
+    for s in range(2):
+        for lk in range(16):
+            k = _C.skinny_chunk_k(s, lk)
+            q = (lk % 8) // 2
+            assert 8 * q <= k < 8 * q + 8, "a lane's logical columns must lie in its own 16-B vector"
+            seen.add(k)
+    assert seen == set(range(32))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_warp_simulation_of_one_k_chunk(seed):
+    """What the kernel does with one 32-wide chunk: lane (g, q) loads the vector k = 8q..8q+7 of
+    weight rows g, g+8 and token row g; step s uses words 2s, 2s+1. Summed over both steps the
+    mma results must equal W . X^T exactly (integers)."""
+    rnd = random.Random(seed)
+    W = [[rnd.randint(-9, 9) for _ in range(32)] for _ in range(16)]
+    X = [[rnd.randint(-9, 9) for _ in range(32)] for _ in range(8)]
+    D = [[0] * 8 for _ in range(16)]
+    for s in range(2):
+        A = [[None] * 16 for _ in range(16)]
+        B = [[None] * 8 for _ in range(16)]
+        for lane in range(32):
+            g, q = lane // 4, lane % 4
+            vec_w = {0: W[g][8 * q:8 * q + 8], 1: W[g + 8][8 * q:8 * q + 8]}
+            vec_x = X[g][8 * q:8 * q + 8]
+            # A registers {row g: word 2s, row g+8: word 2s, row g: word 2s+1, row g+8: word 2s+1}
+            for reg, (which, word) in enumerate([(0, 2 * s), (1, 2 * s), (0, 2 * s + 1), (1, 2 * s + 1)]):
+                for half in range(2):
+                    r, lk = _C.mma16816_coord("a", lane, reg, half)
+                    assert A[r][lk] is None
+                    A[r][lk] = vec_w[which][2 * word + half]
+                    assert _C.skinny_chunk_k(s, lk) == 8 * q + 2 * word + half
+            for reg, word in enumerate([2 * s, 2 * s + 1]):
+                for half in range(2):
+                    lk, n = _C.mma16816_coord("b", lane, reg, half)
+                    assert B[lk][n] is None
+                    B[lk][n] = vec_x[2 * word + half]
+        for r in range(16):
+            for n in range(8):
+                D[r][n] += sum(A[r][k] * B[k][n] for k in range(16))
+    assert D == [[sum(W[r][k] * X[n][k] for k in range(32)) for n in range(8)] for r in range(16)]
+
+
+@pytest.mark.parametrize("M", [1, 8, 9, 16, 17, 32, 33, 64])
+def test_skinny_plan_tiles(M):
+    p = _C.hopper_skinny_plan(M, 4096, 4096)
+    assert p["use"]
+    assert 8 * p["tn"] >= M and (p["tn"] == 1 or 8 * p["tn"] // 2 < M)
+    assert p["rows"] in (16, 32) and p["rows"] * p["tn"] <= 128  # the reduction buffer bound
+    assert p["grid"] == -(-4096 // p["rows"])
+
+
+def test_skinny_plan_declines():
+    assert not _C.hopper_skinny_plan(65, 4096, 4096)["use"]  # M limit
+    assert not _C.hopper_skinny_plan(8, 4096, 4096, a_k_contig=False)["use"]
+    assert not _C.hopper_skinny_plan(8, 4096, 4096, b_k_contig=False)["use"]
+    assert not _C.hopper_skinny_plan(8, 4096, 4096, max_m=0)["use"]  # TK_HOPPER_SKINNY_MAX_M=0
+    assert not _C.hopper_skinny_plan(8, 512, 4096)["use"]  # 32 CTAs cannot pull the bandwidth
+    p = _C.hopper_skinny_plan(8, 2048, 4096)  # 64 CTAs of 32 rows < 132 SMs -> 16-row CTAs
+    assert p["use"] and p["rows"] == 16 and p["grid"] == 128
