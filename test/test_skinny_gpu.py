@@ -1,4 +1,4 @@
-"""GPU tests of the skinny (decode-shape) kernel: M <= 64 tokens, F.linear's layout (A row-major,
+"""GPU tests of the skinny (decode-shape) kernel: M <= 16 tokens, F.linear's layout (A row-major,
 B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data, NaN-poisoned
 allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance; every case
 also asserts that the skinny kernel (not the wgmma GEMM or a fallback) ran."""
@@ -15,8 +15,8 @@ from test_gpu import DEV, FP32_OUT_TOL, LOWP, TOL, KernelWatch, _dt, needs_hoppe
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 # N = 1057: a partial 16/32-row CTA; K = 1000 (partial 32-chunk), 999 (odd: re-pitched), 7 (tail only).
-SHAPES = [(m, n, k) for m in (1, 3, 8, 13, 16, 31, 33, 64) for (n, k) in ((4096, 4096), (1057, 1000))]
-SHAPES += [(5, 2048, 999), (64, 1100, 7), (17, 4096, 33), (2, 14336, 64)]
+SHAPES = [(m, n, k) for m in (1, 3, 8, 9, 13, 16) for (n, k) in ((4096, 4096), (1057, 1000))]
+SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 1111, 8191)]
 
 
 def _skinny_ran(w):
@@ -44,7 +44,7 @@ def test_skinny_linear(shape, dtype):
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("beta,alpha", [(0.5, 2.0), (-1.0, 0.25), (0, 1.5)])
 def test_skinny_addmm(beta, alpha, dtype):
-    M, N, K = 24, 3000, 1000
+    M, N, K = 12, 3000, 1000
     a = torch.randn(M, K, dtype=dtype, device=DEV)
     b = torch.randn(N, K, dtype=dtype, device=DEV).t()
     c = torch.randn(M, N, dtype=dtype, device=DEV).t().contiguous().t()  # column-major C
@@ -70,8 +70,8 @@ def test_skinny_out_dtype_fp32(dtype):
 
 @needs_hopper
 def test_skinny_matches_wgmma_kernel():
-    """The two Hopper paths agree (M = 32, where the plan could take either)."""
-    a = torch.randn(32, 4096, dtype=torch.bfloat16, device=DEV)
+    """The two Hopper paths agree (M = 16, where the plan could take either)."""
+    a = torch.randn(16, 4096, dtype=torch.bfloat16, device=DEV)
     b = torch.randn(4096, 4096, dtype=torch.bfloat16, device=DEV).t()
     with KernelWatch() as w:
         skinny = torch_tk.gemm(a, b, out_dtype=torch.float32)

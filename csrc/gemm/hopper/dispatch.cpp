@@ -84,7 +84,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     const int v = e != nullptr ? std::atoi(e) : 0;
     return v > 0 && v <= 64 ? v : 8;
   }();
-  // Decode shapes (M <= 64, F.linear's layout) go to the skinny kernel (skinny_plan.h);
+  // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h);
   // TK_HOPPER_SKINNY_MAX_M overrides its M limit (read once; 0 disables; for A/B measurements).
   static const int skinny_max_m = [] {
     const char* e = std::getenv("TK_HOPPER_SKINNY_MAX_M");

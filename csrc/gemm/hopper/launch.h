@@ -48,7 +48,7 @@ const char* pad_lines_launch(const void* src, int64_t ld_src, void* dst, int64_t
 }  // namespace tk::hopper
 
 namespace tk::hopper {
-// The skinny (M <= 64, K-contiguous A and B) kernel for a plan_skinny(...) with use == true;
+// The skinny (M <= 16, K-contiguous A and B) kernel for a plan_skinny(...) with use == true;
 // same argument contract as gemm_launch (plan and workspace unused). nullptr on success.
 const char* skinny_launch(const GemmArgs& args, const SkinnyPlan& plan, void* stream);
 }  // namespace tk::hopper

@@ -19,20 +19,8 @@ const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s)
 
 template <typename T, typename OutT>
 const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  if (sp.rows == 32) {
-    switch (sp.tn) {
-      case 1: return launch_tile<T, OutT, 2, 1>(g, sp, s);
-      case 2: return launch_tile<T, OutT, 2, 2>(g, sp, s);
-      case 4: return launch_tile<T, OutT, 2, 4>(g, sp, s);
-    }
-  } else if (sp.rows == 16) {
-    switch (sp.tn) {
-      case 1: return launch_tile<T, OutT, 1, 1>(g, sp, s);
-      case 2: return launch_tile<T, OutT, 1, 2>(g, sp, s);
-      case 4: return launch_tile<T, OutT, 1, 4>(g, sp, s);
-      case 8: return launch_tile<T, OutT, 1, 8>(g, sp, s);
-    }
-  }
+  if (sp.rows == 16 && sp.tn == 1) return launch_tile<T, OutT, 1, 1>(g, sp, s);
+  if (sp.rows == 16 && sp.tn == 2) return launch_tile<T, OutT, 1, 2>(g, sp, s);
   return "no skinny kernel for this (rows, tn)";
 }
 

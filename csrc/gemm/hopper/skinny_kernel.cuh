@@ -1,4 +1,4 @@
-// Skinny (decode-shape) GEMM: out[M, N] = alpha * X[M, K] . W[N, K]^T + beta * C for M <= 64,
+// Skinny (decode-shape) GEMM: out[M, N] = alpha * X[M, K] . W[N, K]^T + beta * C for M <= 16,
 // X and W both K-contiguous (F.linear's layout). Bound by streaming W from HBM, so each weight
 // byte is loaded once, 16 B per lane, straight into mma.sync fragments (no shared-memory
 // staging); the few token rows are re-read from L2.

@@ -14,26 +14,25 @@ namespace tk::hopper {
 
 struct SkinnyPlan {
   bool use;
-  int rows;   // weight rows (output columns N) per CTA: 16 * rm
-  int tn;     // token (M) tiles of 8 per warp: 1, 2, 4 or 8
+  int rows;   // weight rows (output columns N) per CTA: 16 (one m16 tile per warp)
+  int tn;     // token (M) tiles of 8 per warp: 1 or 2
   int warps;  // warps per CTA, splitting K between them
   int grid;   // CTAs: ceil(N / rows)
 };
 
 constexpr int kSkinnyWarps = 8;
-// Default largest M for the skinny kernel (benchmarks/NOTES.md has the measurement).
-constexpr int kSkinnyMaxM = 64;
+// Largest M the skinny kernel takes. Measured on an H100 (benchmarks/NOTES.md): ahead of the
+// wgmma path up to M = 16; at M = 32 and 64 its per-CTA re-reads of the token rows from L2
+// (N / 16 CTAs each read all M x K) made it 0.6-0.9x of the wgmma kernel.
+constexpr int kSkinnyMaxM = 16;
 
-// max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M overrides kSkinnyMaxM; 0 disables).
+// max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyMaxM).
 inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_contig, int num_sms,
                               int max_m = kSkinnyMaxM) {
-  SkinnyPlan p{false, 32, 1, kSkinnyWarps, 0};
-  if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, 64) || !a_k_contig || !b_k_contig) return p;
-  p.tn = M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8;
-  // 32 rows per warp halve the token re-reads from L2; the (rows x 8tn) x warps fp32
-  // reduction buffer stays <= 34 KB (static shared memory) with rows * tn <= 128.
-  p.rows = p.tn == 8 ? 16 : 32;
-  if ((N + p.rows - 1) / p.rows < num_sms) p.rows = 16;  // more CTAs to fill the SMs
+  SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0};
+  if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyMaxM) || !a_k_contig || !b_k_contig) return p;
+  p.tn = M <= 8 ? 1 : 2;
+  // 16 rows per CTA measured faster than 32 (more CTAs in flight) for M = 1..32 (NOTES.md).
   p.grid = (N + p.rows - 1) / p.rows;
   // Without a K split across CTAs, too few CTAs cannot pull the HBM bandwidth: leave those
   // (small N) to the split-K wgmma kernel.
