@@ -46,6 +46,12 @@ struct gemm_layout {
   static_assert(STAGES >= 4, "pipeline too shallow");
 };
 
+// Epilogue store paths (the kernel's store_mode argument): fragment-order register stores (any
+// output: transposed, split-K partials, fp32), TMA box stores from the swizzled staging buffer
+// (16-bit output, 16-B aligned row pitch), or the same staging copied out by rows (16-bit output,
+// other pitches).
+constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
+
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
 // strides). With splits > 1 the raw fp32 sums go to partial[split * o_split + same offset] and
 // splitk_reduce_kernel applies alpha/beta/C.
@@ -150,6 +156,52 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
   }
 }
 
+// Staged epilogue for a 16-bit output whose row pitch TMA cannot take (N * 2 not a multiple of
+// 16 B): the warpgroup fills its staging boxes exactly as the TMA path does, then copies them out
+// row by row, consecutive threads on consecutive columns, so a warp's stores cover 64 contiguous
+// bytes (the fragment-order register stores touch 8 rows x 4 bytes per instruction and measured
+// ~40% of the tile time on 8191^3 and 4097^3, benchmarks/NOTES.md).
+template <class L, int H, int R>
+__device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  const uint32_t stage_base = smem_u32(staging);
+  named_barrier(1 + cw, kWarpgroupThreads);  // the previous round's copy-out has read the staging
+#pragma unroll
+  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    const int row = row0 + rc.row, col = n0 + rc.col;
+    if (ep.c != nullptr && row < M && col < N) {
+      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+      v0 += ep.beta * to_f32(c[0]);
+      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    }
+    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
+    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
+  }
+  named_barrier(1 + cw, kWarpgroupThreads);
+  const int c0 = n0 + H * L::STORE_COLS;
+  uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
+#pragma unroll 4
+  for (int i = t; i < 64 * L::STORE_COLS; i += kWarpgroupThreads) {
+    const int r = i / L::STORE_COLS, c = i % L::STORE_COLS;
+    if (row0 + r >= M || c0 + c >= N) continue;
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT))) : "memory");
+    out[int64_t(row0 + r) * ep.o_s0 + (c0 + c)] = v;
+  }
+}
+
+template <class L, int R>
+__device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                  uint8_t* staging, int row0, int n0, int M, int N, int cw) {
+  store_round_staged<L, 0>(acc, ep, staging, row0, n0, M, N, cw);
+  if constexpr (L::BN / L::STORE_COLS == 2) store_round_staged<L, 1>(acc, ep, staging, row0, n0, M, N, cw);
+}
+
 // TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
 // swizzled staging boxes -> one thread issues the box stores, which run on while the warpgroup
 // starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
@@ -171,7 +223,7 @@ template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
-                int splits, int tma_store, int group_m) {
+                int splits, int store_mode, int group_m) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -273,15 +325,20 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if constexpr (L::kTmaStore) {
-        if (tma_store) {
-          store_unit_tma<L>(acc, ep, &tm_out, staging + cw * (L::STAGING_BYTES / L::CONSUMERS), row0, n0, M, N, cw);
+        uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
+        if (store_mode == kStoreTma) {
+          store_unit_tma<L>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
+          continue;
+        }
+        if (store_mode == kStoreStaged) {
+          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cw);
           continue;
         }
       }
       store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
     }
     if constexpr (L::kTmaStore) {
-      if (tma_store && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit
+      if (store_mode == kStoreTma && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit
     }
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.

@@ -67,6 +67,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS;
   }
+  // Otherwise a 16-bit, untransposed, unsplit output still goes through the staging buffer and
+  // is copied out by rows (coalesced); the rest stores from registers.
+  const int store_mode = tma_store ? kStoreTma : (L::kTmaStore && !p.swap_ab && p.splits == 1) ? kStoreStaged
+                                                                                                : kStoreRegisters;
 
   auto kernel = gemm_kernel<L>;
   // The shared-memory opt-in is a per-device function attribute: set once per device.
@@ -82,7 +86,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   if constexpr (L::CLUSTER == 1) {
     kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
-                                                                                 g.K, p.splits, tma_store ? 1 : 0, p.group_m);
+                                                                                 g.K, p.splits, store_mode, p.group_m);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.blockDim = dim3(L::THREADS);
@@ -109,7 +113,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                      L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, tma_store ? 1 : 0, p.group_m);
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   if (p.splits > 1) {
