@@ -99,8 +99,18 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     count_call(Path::hopper_skinny);
     return true;
   }
+  // TK_HOPPER_SPLIT_MIN_KTILES / TK_HOPPER_FILL_NARROW: plan A/B knobs (read once; plan.h).
+  static const int split_min = [] {
+    const char* e = std::getenv("TK_HOPPER_SPLIT_MIN_KTILES");
+    const int v = e != nullptr ? std::atoi(e) : 0;
+    return v > 0 ? v : 4;
+  }();
+  static const bool fill_narrow = [] {
+    const char* e = std::getenv("TK_HOPPER_FILL_NARROW");
+    return e != nullptr && std::string(e) == "1";
+  }();
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
-                             group_m);
+                             group_m, split_min, fill_narrow);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));

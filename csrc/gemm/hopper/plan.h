@@ -37,20 +37,24 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
 // group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
 // max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
+// min_split_k_tiles: k tiles each split keeps at least (the prologue is amortised over them).
+// fill_narrow: with fewer tiles than SMs, narrow the tile (256 -> 128 -> 64) while the tiles
+// still fit in one wave, before splitting K.
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
-                          int group_m = 8) {
+                          int group_m = 8, int min_split_k_tiles = 4, bool fill_narrow = false) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   p.bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
   if (!all_widths) p.bn = 128;
+  if (fill_narrow && all_widths)
+    while (p.bn > 64 && plan_tiles(rows, cols, p.bn) < num_sms && plan_tiles(rows, cols, p.bn / 2) <= num_sms) p.bn /= 2;
   const int64_t tiles = plan_tiles(rows, cols, p.bn);
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
   p.splits = 1;
   if (tiles < num_sms) {
-    // Each split keeps >= 4 k tiles (the pipeline depth) so the prologue is amortised.
-    p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / 4, 16}));
+    p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
   }
   const int64_t tiles_m = (rows + kPlanBM - 1) / kPlanBM;
   p.cluster = (max_cluster >= 2 && p.bn == 256 && p.splits == 1 && !p.swap_ab && tiles_m >= 2 && tiles >= num_sms) ? 2 : 1;
