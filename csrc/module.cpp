@@ -73,8 +73,10 @@ PYBIND11_MODULE(_C, m) {
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
   m.def(
       "hopper_plan",
-      [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m) {
-        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m);
+      [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
+         int fill_narrow_max_k_tiles) {
+        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
+                                       fill_narrow_max_k_tiles);
         py::dict d;
         d["swap_ab"] = p.swap_ab;
         d["bn"] = p.bn;
@@ -86,6 +88,7 @@ PYBIND11_MODULE(_C, m) {
         return d;
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
+      py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",

@@ -441,10 +441,19 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["swap_ab"] == (M <= 256 and N > M)
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
-    if all_widths:  # the narrowest width that covers the kernel's columns
-        assert p["bn"] == (64 if cols <= 64 else 128 if cols <= 128 else 256)
-    tiles = -(-rows // 128) * -(-cols // p["bn"])
     k_tiles = -(-K // 64)
+    covering = 64 if cols <= 64 else 128 if cols <= 128 else 256  # the narrowest covering width
+
+    def n_tiles(bn):
+        return -(-rows // 128) * -(-cols // bn)
+
+    if all_widths:
+        assert p["bn"] <= covering
+        if p["bn"] < covering:  # narrowed only for small problems, while the tiles fit one wave
+            assert k_tiles <= 128 and n_tiles(p["bn"]) <= sms and n_tiles(2 * p["bn"]) < sms
+        elif k_tiles <= 128 and covering > 64 and n_tiles(covering) < sms:
+            assert n_tiles(covering // 2) > sms
+    tiles = n_tiles(p["bn"])
     assert 1 <= p["splits"] <= max(1, k_tiles // 4) and p["splits"] <= 16
     if tiles >= sms:
         assert p["splits"] == 1
@@ -466,3 +475,9 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
+    # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
+    assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bn": 64, "splits": 1, "cluster": 1,
+                                                    "group_m": 8, "units": 128, "grid": 128}
+    assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
+    assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
+    assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles

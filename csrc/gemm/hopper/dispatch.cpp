@@ -105,9 +105,9 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     const int v = e != nullptr ? std::atoi(e) : 0;
     return v > 0 ? v : 4;
   }();
-  static const bool fill_narrow = [] {
+  static const int fill_narrow = [] {  // TK_HOPPER_FILL_NARROW=0 turns the narrow fill off
     const char* e = std::getenv("TK_HOPPER_FILL_NARROW");
-    return e != nullptr && std::string(e) == "1";
+    return (e != nullptr && std::string(e) == "0") ? 0 : hopper::kFillNarrowMaxKTiles;
   }();
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
                              group_m, split_min, fill_narrow);

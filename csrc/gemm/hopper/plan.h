@@ -7,7 +7,7 @@
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
-//    shared-memory bytes per MAC than 128).
+//    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below).
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
@@ -38,20 +38,26 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 // group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
 // max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
 // min_split_k_tiles: k tiles each split keeps at least (the prologue is amortised over them).
-// fill_narrow: with fewer tiles than SMs, narrow the tile (256 -> 128 -> 64) while the tiles
-// still fit in one wave, before splitting K.
+// fill_narrow_max_k_tiles: with fewer tiles than SMs and K <= this many k tiles, narrow the
+// tile (256 -> 128 -> 64) while the tiles still fit in one wave, before splitting K (0: never).
+// Split-K costs splits x M x N fp32 partials (written from fragment order) plus a reduction pass,
+// whatever K is; a narrow tile costs shared-memory/L2 bytes per MAC, in proportion to K. H100
+// A/B (benchmarks/NOTES.md): 1000x1001x999 52 -> 20 us, 256x8192x8192 0.83 -> 0.95x torch,
+// but 256x4096x14336 (224 k tiles) 0.97 -> 0.81x, hence the K bound of 128 k tiles.
+constexpr int kFillNarrowMaxKTiles = 128;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
-                          int group_m = 8, int min_split_k_tiles = 4, bool fill_narrow = false) {
+                          int group_m = 8, int min_split_k_tiles = 4,
+                          int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   p.bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
   if (!all_widths) p.bn = 128;
-  if (fill_narrow && all_widths)
+  const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
+  if (all_widths && k_tiles <= fill_narrow_max_k_tiles)
     while (p.bn > 64 && plan_tiles(rows, cols, p.bn) < num_sms && plan_tiles(rows, cols, p.bn / 2) <= num_sms) p.bn /= 2;
   const int64_t tiles = plan_tiles(rows, cols, p.bn);
-  const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
   p.splits = 1;
   if (tiles < num_sms) {
     p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
