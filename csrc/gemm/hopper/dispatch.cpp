@@ -113,7 +113,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
                              group_m, split_min, fill_narrow);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
-    workspace = at::empty({hopper::workspace_floats(g.plan, g.M, g.N)}, a.options().dtype(at::kFloat));
+    workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
     g.workspace = workspace.data_ptr<float>();
   }
   const char* err = hopper::gemm_launch(g, stream);

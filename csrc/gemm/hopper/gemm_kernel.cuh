@@ -53,8 +53,8 @@ struct gemm_layout {
 constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
 
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
-// strides). With splits > 1 the raw fp32 sums go to the kernel-space partial[split][row][col]
-// and splitk_reduce_kernel applies alpha/beta/C.
+// strides). With splits > 1 the raw fp32 sums go to partial[split * o_split + same offset] and
+// splitk_reduce_kernel applies alpha/beta/C.
 template <typename OutT>
 struct Epilogue {
   OutT* out;
@@ -62,9 +62,8 @@ struct Epilogue {
   const OutT* c;    // nullptr: no C term
   int64_t c_s0, c_s1;
   float alpha, beta;
-  float* partial;   // used when splits > 1: kernel-space [split][row][p_ld] fp32
-  int64_t o_split;  // rows * p_ld
-  int64_t p_ld;     // partial_ld(cols): a multiple of 4, so float2 stores stay aligned
+  float* partial;   // used when splits > 1
+  int64_t o_split;
 };
 
 
@@ -94,10 +93,13 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
     const bool has1 = col + 1 < N;
     const int64_t off = row * ep.o_s0 + col * ep.o_s1;
     if (partial) {
-      // Kernel-space rows (not the output's, transposed under swap-AB): a warp's float2 stores
-      // fill whole 32-B sectors; col + 1 < p_ld always (col even, p_ld % 4 == 0).
-      float* o = ep.partial + split * ep.o_split + int64_t(row) * ep.p_ld + col;
-      *reinterpret_cast<float2*>(o) = make_float2(acc[r], acc[r + 1]);
+      float* o = ep.partial + split * ep.o_split + off;
+      if (has1 && pair_ok) {
+        *reinterpret_cast<float2*>(o) = make_float2(acc[r], acc[r + 1]);
+      } else {
+        o[0] = acc[r];
+        if (has1) o[ep.o_s1] = acc[r + 1];
+      }
       continue;
     }
     float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
@@ -344,38 +346,25 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #endif
 }
 
-// Split-K finish over 32 x 32 kernel-space tiles: v = alpha * sum_s partial[s] (fixed order:
-// deterministic) + beta * C, stored at out (m, n) = (row, col), or (col, row) with swap-AB, where
-// the tile goes through shared memory so both the partial reads and the output writes are
-// coalesced. Block 32 x 8 threads. Launched as a programmatic dependent of the GEMM (PDL): its
-// CTAs may start while the GEMM runs; griddepcontrol.wait returns once the GEMM grid has
-// completed and its writes are visible.
+// Split-K finish: out[m, n] = alpha * sum_s partial[s, m, n] (fixed order: deterministic) + beta * C.
+// partial and out share the row-major (ld = N) original layout.
+// Launched as a programmatic dependent of the GEMM (PDL): its CTAs may start while the GEMM
+// runs, and griddepcontrol.wait returns once the GEMM grid has completed and its writes are visible.
 template <typename OutT>
-__global__ void splitk_reduce_kernel(Epilogue<OutT> ep, int rows, int cols, int splits, int swap_ab) {
+__global__ void splitk_reduce_kernel(Epilogue<OutT> ep, int M, int N, int splits) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  __shared__ float tile[32][33];
-  const int r0 = blockIdx.x * 32, c0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = r0 + ty + 8 * i, c = c0 + tx;
+  const int64_t total = int64_t(M) * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     float v = 0.f;
-    if (r < rows && c < cols)
-      for (int s = 0; s < splits; ++s) v += ep.partial[s * ep.o_split + int64_t(r) * ep.p_ld + c];
-    tile[ty + 8 * i][tx] = v;
-  }
-  if (swap_ab) __syncthreads();
-  // Output element (m, n) of this thread: consecutive tx -> consecutive n.
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int a = ty + 8 * i;
-    const int m = swap_ab ? c0 + a : r0 + a, n = swap_ab ? r0 + tx : c0 + tx;
-    const int M = swap_ab ? cols : rows, N = swap_ab ? rows : cols;
-    if (m >= M || n >= N) continue;
-    float v = ep.alpha * (swap_ab ? tile[tx][a] : tile[a][tx]);
-    if (ep.c != nullptr) v += ep.beta * to_f32(ep.c[m * ep.c_s0 + n * ep.c_s1]);
-    ep.out[int64_t(m) * N + n] = from_f32<OutT>(v);
+    for (int s = 0; s < splits; ++s) v += ep.partial[s * ep.o_split + i];
+    v *= ep.alpha;
+    if (ep.c != nullptr) {
+      const int64_t m = i / N, n = i - m * N;
+      v += ep.beta * to_f32(ep.c[m * ep.c_s0 + n * ep.c_s1]);
+    }
+    ep.out[i] = from_f32<OutT>(v);
   }
 }
 

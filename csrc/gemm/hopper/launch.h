@@ -27,7 +27,7 @@ struct GemmArgs {
   int64_t c_s0, c_s1;
   float alpha, beta;
   GemmPlan plan;    // plan_gemm(M, N, K, SMs, out_dtype != fp32)
-  float* workspace; // workspace_floats(plan, M, N) floats (plan.h) when plan.splits > 1, else unused
+  float* workspace; // plan.splits * M * N floats when plan.splits > 1, else unused
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -56,8 +56,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                     g.alpha,
                     g.beta,
                     g.workspace,
-                    int64_t(op.rows) * partial_ld(p, g.M, g.N),
-                    partial_ld(p, g.M, g.N)};
+                    int64_t(g.M) * N};
 
   // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
@@ -118,22 +117,22 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   if (p.splits > 1) {
-    // The reduction reads kernel-space partials and writes the original (m, n) output (row-major,
-    // ld = N), so C is read with the caller's strides.
-    if (ceil_div(op.cols, 32) > 65535) return "split-K reduction grid too large";
+    // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;
     red.c_s0 = g.c_s0;
     red.c_s1 = g.c_s1;
+    const int64_t total = int64_t(g.M) * N;
+    const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65535));
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(ceil_div(op.rows, 32)), unsigned(ceil_div(op.cols, 32)));
-    cfg.blockDim = dim3(32, 8);
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(256);
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL: overlap the launch
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<OutT>, red, op.rows, op.cols, p.splits, p.swap_ab ? 1 : 0);
+    err = cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<OutT>, red, g.M, g.N, p.splits);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   err = cudaGetLastError();

@@ -34,13 +34,6 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
   return ((rows + kPlanBM - 1) / kPlanBM) * ((cols + bn - 1) / bn);
 }
 
-// Split-K workspace: fp32 partials in kernel space (rows x cols, swap-AB: N x M), row pitch a
-// multiple of 4 floats so the epilogue's float2 stores stay aligned.
-inline int64_t partial_ld(const GemmPlan& p, int M, int N) { return ((p.swap_ab ? M : N) + 3) / 4 * 4; }
-inline int64_t workspace_floats(const GemmPlan& p, int M, int N) {
-  return p.splits > 1 ? int64_t(p.splits) * (p.swap_ab ? N : M) * partial_ld(p, M, N) : 0;
-}
-
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
 // group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
 // max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
