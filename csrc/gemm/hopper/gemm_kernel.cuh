@@ -31,11 +31,13 @@ struct gemm_layout {
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
   static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
-  // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x STORE_COLS
-  // columns as 64 x 64 boxes of 128-B swizzled rows, BN / STORE_COLS rounds per unit.
+  // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x 64 columns
+  // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
+  // buffers so that filling one overlaps the TMA read of the other.
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  static constexpr int STORE_COLS = BN < 128 ? BN : 128;
-  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 64 * STORE_COLS * 2 : 0;
+  static constexpr int STORE_COLS = 64, STORE_ROUNDS = BN / STORE_COLS;
+  static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
+  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 2 * STAGING_BUFFER_BYTES : 0;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
   // most 8: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
   static constexpr int kFit = (232448 - 1024 - 256 - STAGING_BYTES) / STAGE_BYTES;
@@ -128,9 +130,15 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
                                                 int M, int N, int cw) {
   using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
-  const uint32_t stage_base = smem_u32(staging);
-  // The staging buffer is free once the previous stores from it have read it.
-  if (t == 0) tma_store_wait_read<0>();
+  uint8_t* buffer = staging + (H % 2) * L::STAGING_BUFFER_BYTES;
+  const uint32_t stage_base = smem_u32(buffer);
+  // This buffer is free once the store issued from it two rounds ago has read it: all store
+  // groups but the newest (the other buffer's, issued last round) have finished reading. With one
+  // round per unit (BN = 64) only buffer 0 is used, and the last store must have read it.
+  if (t == 0) {
+    if constexpr (L::STORE_ROUNDS == 1) tma_store_wait_read<0>();
+    else tma_store_wait_read<1>();
+  }
   named_barrier(1 + cw, kWarpgroupThreads);
 #pragma unroll
   for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
@@ -149,9 +157,7 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
   fence_proxy_async_smem();
   named_barrier(1 + cw, kWarpgroupThreads);
   if (t == 0) {
-#pragma unroll
-    for (int b = 0; b < L::STORE_COLS / 64; ++b)
-      tma_store_2d(tm_out, staging + b * mnmajor_chunk_bytes(), n0 + H * L::STORE_COLS + b * 64, row0);
+    tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
     tma_store_commit();
   }
 }
@@ -195,11 +201,11 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   }
 }
 
-template <class L, int R>
+template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw) {
-  store_round_staged<L, 0>(acc, ep, staging, row0, n0, M, N, cw);
-  if constexpr (L::BN / L::STORE_COLS == 2) store_round_staged<L, 1>(acc, ep, staging, row0, n0, M, N, cw);
+  store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw);
 }
 
 // TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
@@ -207,13 +213,13 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
 // starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
 // rows as k (kittens::mnmajor_offset), so the 4-byte writes of a warp hit 32 distinct banks.
 // Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
-template <class L, int R>
+template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                int M, int N, int cw) {
-  static_assert(L::BN / L::STORE_COLS <= 2, "at most two staging rounds");
-  store_round_tma<L, 0>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
-  if constexpr (L::BN / L::STORE_COLS == 2) store_round_tma<L, 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  static_assert(L::STORE_ROUNDS % 2 == 0 || L::STORE_ROUNDS == 1, "buffer parity must run on across units");
+  store_round_tma<L, H>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_tma<L, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
 }
 
 // Persistent: CTA b takes work units b, b + gridDim.x, ... (kittens::work_unit). The stage ring
