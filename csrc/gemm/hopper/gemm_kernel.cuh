@@ -120,15 +120,37 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
   }
 }
 
-// TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
-// swizzled staging boxes -> one thread issues the box stores, which run on while the warpgroup
-// starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
-// rows as k (kittens::mnmajor_offset), so the 4-byte writes of a warp hit 32 distinct banks.
+// One epilogue round of a consumer warpgroup into its staging buffer: columns H*64 .. H*64+63
+// of its 64-row strip, alpha/beta C applied, as bf16/fp16 in an MN-major swizzled box with
+// columns as MN and rows as k (kittens::mnmajor_offset), so a warp's 4-byte writes hit 32
+// distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
+template <class L, int H, int R>
+__device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                            uint32_t stage_base, int row0, int n0, int M, int N) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+#pragma unroll
+  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    const int row = row0 + rc.row, col = n0 + rc.col;
+    if (ep.c != nullptr && row < M && col < N) {
+      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+      v0 += ep.beta * to_f32(c[0]);
+      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    }
+    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
+    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
+  }
+}
+
+// TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,
+// then one thread issues the box store, which runs on while the warpgroup goes on.
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                 const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                 int M, int N, int cw) {
-  using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
   uint8_t* buffer = staging + (H % 2) * L::STAGING_BUFFER_BYTES;
   const uint32_t stage_base = smem_u32(buffer);
@@ -140,20 +162,7 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
     else tma_store_wait_read<1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);
-#pragma unroll
-  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
-    const RowCol rc = wgmma_acc_coord(t, r);
-    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-    const int row = row0 + rc.row, col = n0 + rc.col;
-    if (ep.c != nullptr && row < M && col < N) {  // outside the tensor the store is clipped
-      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
-      v0 += ep.beta * to_f32(c[0]);
-      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
-    }
-    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
-    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
-  }
+  stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
   fence_proxy_async_smem();
   named_barrier(1 + cw, kWarpgroupThreads);
   if (t == 0) {
@@ -174,20 +183,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   const int t = thread_in_warpgroup();
   const uint32_t stage_base = smem_u32(staging);
   named_barrier(1 + cw, kWarpgroupThreads);  // the previous round's copy-out has read the staging
-#pragma unroll
-  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
-    const RowCol rc = wgmma_acc_coord(t, r);
-    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-    const int row = row0 + rc.row, col = n0 + rc.col;
-    if (ep.c != nullptr && row < M && col < N) {
-      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
-      v0 += ep.beta * to_f32(c[0]);
-      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
-    }
-    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
-    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
-  }
+  stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
@@ -208,10 +204,7 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
   if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw);
 }
 
-// TMA-store epilogue of one consumer warpgroup: acc -> (alpha, beta C) -> bf16/fp16 into its
-// swizzled staging boxes -> one thread issues the box stores, which run on while the warpgroup
-// starts its next unit. The staging layout is an MN-major operand tile with columns as MN and
-// rows as k (kittens::mnmajor_offset), so the 4-byte writes of a warp hit 32 distinct banks.
+// TMA-store epilogue of one consumer warpgroup's unit: STORE_ROUNDS rounds of store_round_tma.
 // Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
 template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
