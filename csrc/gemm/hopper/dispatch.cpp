@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <torch/library.h>
 
+#include <climits>
 #include <cstdlib>
 #include <string>
 
@@ -47,6 +48,15 @@ int sm_count(int device) {
   return cache[device];
 }
 
+// Integer environment variable `name` when set to a whole number in [lo, hi], else `fallback`.
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(e, &end, 10);
+  return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
+}
+
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
   return operand_decline_reason(a, b);
@@ -72,24 +82,14 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const Operand A = describe_operand(a, &hopper::pad_lines_launch, stream);
   const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
-  // The 2-CTA multicast kernels are opt-in (TK_HOPPER_CLUSTER=2, read once): correct, but on an
-  // H100 they measured 0.62x torch.mm against 0.94x without (benchmarks/NOTES.md).
-  static const int max_cluster = [] {
-    const char* e = std::getenv("TK_HOPPER_CLUSTER");
-    return (e != nullptr && std::string(e) == "2") ? 2 : 1;
-  }();
-  // TK_HOPPER_GROUP_M overrides the raster band height (read once; for A/B measurements).
-  static const int group_m = [] {
-    const char* e = std::getenv("TK_HOPPER_GROUP_M");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v > 0 && v <= 64 ? v : 8;
-  }();
-  // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h);
-  // TK_HOPPER_SKINNY_MAX_M overrides its M limit (read once; 0 disables; for A/B measurements).
-  static const int skinny_max_m = [] {
-    const char* e = std::getenv("TK_HOPPER_SKINNY_MAX_M");
-    return e != nullptr ? std::atoi(e) : hopper::kSkinnyMaxM;
-  }();
+  // Environment knobs, read once (for A/B measurements; README "GPU check"):
+  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, but on an H100 they
+  // measured 0.62x torch.mm against 0.94x without (benchmarks/NOTES.md).
+  static const int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
+  static const int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
+  // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
+  // limit is capped there, and 0 (or less) disables it.
+  static const int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   const hopper::SkinnyPlan sp =
       hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m);
   if (sp.use) {
@@ -99,16 +99,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     count_call(Path::hopper_skinny);
     return true;
   }
-  // TK_HOPPER_SPLIT_MIN_KTILES / TK_HOPPER_FILL_NARROW: plan A/B knobs (read once; plan.h).
-  static const int split_min = [] {
-    const char* e = std::getenv("TK_HOPPER_SPLIT_MIN_KTILES");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v > 0 ? v : 4;
-  }();
-  static const int fill_narrow = [] {  // TK_HOPPER_FILL_NARROW=0 turns the narrow fill off
-    const char* e = std::getenv("TK_HOPPER_FILL_NARROW");
-    return (e != nullptr && std::string(e) == "0") ? 0 : hopper::kFillNarrowMaxKTiles;
-  }();
+  static const int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
+  static const int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
                              group_m, split_min, fill_narrow);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
