@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Nsight Compute on one tk GEMM launch, for the open performance questions (benchmarks/NOTES.md):
-# stall reasons, tensor-pipe utilisation, L2/DRAM traffic of the persistent kernel, with and
-# without the 2-CTA multicast clusters. Usage on an H100/H200 after a build:
-#   bash scripts/ncu_profile.sh [MxNxK:LAYOUT]        (default 8192x8192x8192:NT)
-# Writes $OUT/ncu_cluster{1,2}.txt (or /tmp/tk_ncu) and prints the key lines of each.
+# Nsight Compute, our GEMM kernel next to cuBLAS's (torch.mm) on the same operands: SOL, tensor
+# pipe, L2/DRAM traffic, stall reasons, clocks (ncu locks both to the same base clock).
+# Usage on an H100/H200 after a build:
+#   bash scripts/ncu_profile.sh ["MxNxK:LAYOUT ..."]    (default: three large-suite shapes)
+# Writes $OUT/ncu.txt (or /tmp/tk_ncu/ncu.txt) and prints the key lines of each kernel.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_ncu}
 mkdir -p "$OUT"
-SHAPE=${1:-8192x8192x8192:NT}
-for c in 1 2; do
-  TK_HOPPER_CLUSTER=$c timeout 280 ncu --kernel-name regex:gemm_kernel --launch-skip 3 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-    --section LaunchStats python3 benchmarks/profile_shapes.py "$SHAPE" > "$OUT/ncu_cluster$c.txt" 2>&1
-  echo "== TK_HOPPER_CLUSTER=$c (rc=$?)"
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued|Cluster Size|Grid Size" \
-    "$OUT/ncu_cluster$c.txt" | head -n 30
+SHAPES=${1:-"8192x8192x8192:NT 8192x57344x8192:NN 8192x4096x4096:NT"}
+: > "$OUT/ncu.txt"
+for s in $SHAPES; do
+  echo "######## $s" >> "$OUT/ncu.txt"
+  timeout 200 ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
+    python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
+  echo "== $s (rc=$?)"
 done
+grep -E "^  [a-z_]|####|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
+  "$OUT/ncu.txt" | grep -v "^==PROF==" | head -n 150

@@ -66,7 +66,13 @@ struct Epilogue {
   float alpha, beta;
   float* partial;   // used when splits > 1
   int64_t o_split;
+  int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
 };
+
+// Stage-removal experiments (benchmarks/stage_removal.py; built only with TK_EXPERIMENTS=1, where
+// TK_HOPPER_EXPERIMENT sets them, and the results are then WRONG): drop the epilogue stores, the
+// TMA loads (stages arrive empty) or the wgmma, to time what the rest costs.
+constexpr int kXpNoStore = 1, kXpNoLoad = 2, kXpNoMma = 4;
 
 
 template <typename OutT>
@@ -224,6 +230,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                 const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
                 int splits, int store_mode, int group_m) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef TK_EXPERIMENTS
+  const int xp = ep.experiment;
+#else
+  constexpr int xp = 0;
+#endif
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
@@ -270,6 +281,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
+          if (xp & kXpNoLoad) {
+            mbar_arrive(&full[s]);
+            continue;
+          }
           mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
           uint8_t* stage = smem + s * L::STAGE_BYTES;
           L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
@@ -310,9 +325,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
         const uint32_t b_base = a_base + L::a_tile::kBytes;
         wgmma_fence();
+        if (!(xp & kXpNoMma)) {
 #pragma unroll
-        for (int kk = 0; kk < L::BK / 16; ++kk)
-          mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
+          for (int kk = 0; kk < L::BK / 16; ++kk)
+            mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
+        }
         wgmma_commit();
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
@@ -323,6 +340,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       fence_regs(acc);
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
+      if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
       if constexpr (L::kTmaStore) {
         uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
         if (store_mode == kStoreTma) {

@@ -57,6 +57,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                     g.beta,
                     g.workspace,
                     int64_t(g.M) * N};
+#ifdef TK_EXPERIMENTS
+  if (const char* xp = std::getenv("TK_HOPPER_EXPERIMENT")) ep.experiment = std::atoi(xp);  // read per call
+#endif
 
   // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
