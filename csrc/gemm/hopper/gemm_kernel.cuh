@@ -177,21 +177,42 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
   }
 }
 
-// Staged epilogue for a 16-bit output whose row pitch TMA cannot take (N * 2 not a multiple of
-// 16 B): the warpgroup fills its staging boxes exactly as the TMA path does, then copies them out
-// row by row, consecutive threads on consecutive columns, so a warp's stores cover 64 contiguous
-// bytes (the fragment-order register stores touch 8 rows x 4 bytes per instruction and measured
-// ~40% of the tile time on 8191^3 and 4097^3, benchmarks/NOTES.md).
+// Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
+// the TMA path does, then copies it out by rows with ordinary stores, consecutive threads on
+// consecutive columns: 16-B chunks (8 columns of a row, a warp covering 4 whole 128-B rows) when
+// the row pitch and base are 16-B aligned and N % 8 == 0 (`vec`), else 2-B elements (a warp
+// covering 64 contiguous bytes). The fragment-order register stores touch 8 rows x 4 bytes per
+// instruction and measured ~40% of the tile time on 8191^3 and 4097^3 (benchmarks/NOTES.md).
+// Unlike the TMA store, nothing here waits on the TMA unit, which also serves the producer's loads.
+// Buffers alternate by round; one barrier per round suffices: a thread writes buffer H % 2 in
+// round H only after the barrier of round H - 1, which every thread passes after its round H - 2
+// reads of that buffer (with one round per unit, a leading barrier covers the previous unit).
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw) {
+                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw,
+                                                   bool vec) {
   using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
-  const uint32_t stage_base = smem_u32(staging);
-  named_barrier(1 + cw, kWarpgroupThreads);  // the previous round's copy-out has read the staging
+  const uint32_t stage_base = smem_u32(staging + (H % 2) * L::STAGING_BUFFER_BYTES);
+  if constexpr (L::STORE_ROUNDS == 1) named_barrier(1 + cw, kWarpgroupThreads);
   stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;
+  if (vec) {
+    constexpr int kChunksPerRow = L::STORE_COLS * int(sizeof(OutT)) / 16;
+#pragma unroll
+    for (int i = t; i < 64 * kChunksPerRow; i += kWarpgroupThreads) {
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * (16 / int(sizeof(OutT)));
+      if (row0 + r >= M || c0 + c >= N) continue;
+      uint32_t v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                   : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT)))
+                   : "memory");
+      *reinterpret_cast<uint4*>(ep.out + int64_t(row0 + r) * ep.o_s0 + (c0 + c)) = make_uint4(v0, v1, v2, v3);
+    }
+    return;
+  }
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
 #pragma unroll 4
   for (int i = t; i < 64 * L::STORE_COLS; i += kWarpgroupThreads) {
@@ -205,9 +226,9 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
 
 template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                  uint8_t* staging, int row0, int n0, int M, int N, int cw) {
-  store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw);
-  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw);
+                                                  uint8_t* staging, int row0, int n0, int M, int N, int cw, bool vec) {
+  store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw, vec);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw, vec);
 }
 
 // TMA-store epilogue of one consumer warpgroup's unit: STORE_ROUNDS rounds of store_round_tma.
@@ -305,6 +326,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
     float acc[L::BN / 2];
     int it = 0;
+    // Staged copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N.
+    const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
+                          reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
     // A stage is free once every consumer warp of every CTA that received it has read it.
     auto release = [&](int stage) {
       if (!warp_leader) return;
@@ -348,7 +372,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           continue;
         }
         if (store_mode == kStoreStaged) {
-          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cw);
+          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cw, vec_copy);
           continue;
         }
       }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include "launch.h"
 #include "gemm_kernel.cuh"
 #include "../../kittens/hopper/gl.cuh"
@@ -64,7 +65,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
   CUtensorMap tout{};
-  bool tma_store = L::kTmaStore && !p.swap_ab && p.splits == 1 && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
+  // TK_HOPPER_STORE=copy: A/B knob, the staged copy-out instead of the TMA store for such outputs.
+  static const bool copy_store = [] {
+    const char* e = std::getenv("TK_HOPPER_STORE");
+    return e != nullptr && std::string(e) == "copy";
+  }();
+  bool tma_store = !copy_store && L::kTmaStore && !p.swap_ab && p.splits == 1 && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
   if (tma_store) {
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
