@@ -118,7 +118,7 @@ os.environ.update(plan["env"])
 sources += plan["sources"]
 define = plan["define"]
 if plan["backend"] == "hopper" and os.environ.get("TK_EXPERIMENTS") == "1":
-    define = define + [("TK_EXPERIMENTS", "1")]  # stage-removal hooks (benchmarks/stage_removal.py)
+    define = define + [("TK_EXPERIMENTS", "1")]  # stage-removal hooks (benchmarks/ab_env.py)
 ext_cls = cpp_extension.CUDAExtension if plan["backend"] else cpp_extension.CppExtension
 nvcc_flags = plan["device_flags"]
 print(plan["message"])

@@ -74,9 +74,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
-         int fill_narrow_max_k_tiles) {
+         int fill_narrow_max_k_tiles, bool allow_dynamic) {
         auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
-                                       fill_narrow_max_k_tiles);
+                                       fill_narrow_max_k_tiles, allow_dynamic);
         py::dict d;
         d["swap_ab"] = p.swap_ab;
         d["bn"] = p.bn;
@@ -85,10 +85,12 @@ PYBIND11_MODULE(_C, m) {
         d["group_m"] = p.group_m;
         d["units"] = p.units;
         d["grid"] = p.grid;
+        d["dynamic"] = p.dynamic;
         return d;
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
+      py::arg("allow_dynamic") = true,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",

@@ -3,8 +3,9 @@ dispatcher can pick on tail shapes, each result checked, so the tool sees real l
 
 Kernels: (bf16 | fp16) x (same | fp32 output) x 4 layouts x tile width. The --small shapes pick,
 through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> swap-AB, 128x64
-tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x72 -> 128x256
-(with TK_HOPPER_CLUSTER=2: 2-CTA multicast clusters, the last one with a CTA past the end);
+tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x520 -> 128x256,
+144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
+clusters, the last one with a CTA past the end);
 9x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA). fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""
@@ -17,7 +18,7 @@ import torch_tk
 
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
-    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 72), (9, 1100, 1001))
+    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64))
     if not torch_tk.hopper_available():

@@ -465,19 +465,23 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
     assert _C.hopper_plan(M, N, K, sms, all_widths, 1)["cluster"] == 1
+    # dynamic schedule: several waves of unclustered units, each long enough to hide the ticket
+    assert p["dynamic"] == (p["cluster"] == 1 and p["units"] > p["grid"] and k_tiles // p["splits"] >= 8)
+    assert not _C.hopper_plan(M, N, K, sms, all_widths, 2, allow_dynamic=False)["dynamic"]
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132}
+                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": False}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
+    assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
-                                                  "group_m": 8, "units": 128, "grid": 128}
+                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bn": 64, "splits": 1, "cluster": 1,
-                                                    "group_m": 8, "units": 128, "grid": 128}
+                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles

@@ -57,6 +57,14 @@ int env_int(const char* name, int fallback, int lo, int hi) {
   return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
 }
 
+// Environment knobs are read once; a TK_EXPERIMENTS build re-reads them per call so that one
+// process can interleave settings (benchmarks/ab_env.py).
+#ifdef TK_EXPERIMENTS
+#define TK_KNOB const
+#else
+#define TK_KNOB static const
+#endif
+
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
   return operand_decline_reason(a, b);
@@ -85,11 +93,11 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // Environment knobs, read once (for A/B measurements; README "GPU check"):
   // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, but on an H100 they
   // measured 0.62x torch.mm against 0.94x without (benchmarks/NOTES.md).
-  static const int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
-  static const int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
+  TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
+  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
-  static const int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
+  TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   const hopper::SkinnyPlan sp =
       hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m);
   if (sp.use) {
@@ -99,14 +107,20 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     count_call(Path::hopper_skinny);
     return true;
   }
-  static const int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
-  static const int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
+  TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
+  TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
+  TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
-                             group_m, split_min, fill_narrow);
+                             group_m, split_min, fill_narrow, dynamic != 0);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
     g.workspace = workspace.data_ptr<float>();
+  }
+  at::Tensor unit_counter;  // the dynamic schedule's ticket counter, zeroed on the stream
+  if (g.plan.dynamic) {
+    unit_counter = at::zeros({1}, a.options().dtype(at::kInt));
+    g.unit_counter = unit_counter.data_ptr<int>();
   }
   const char* err = hopper::gemm_launch(g, stream);
   TORCH_CHECK(err == nullptr, "tk: Hopper GEMM launch failed: ", err);

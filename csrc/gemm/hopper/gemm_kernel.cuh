@@ -40,10 +40,14 @@ struct gemm_layout {
   static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 2 * STAGING_BUFFER_BYTES : 0;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
   // most 8: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
-  static constexpr int kFit = (232448 - 1024 - 256 - STAGING_BYTES) / STAGE_BYTES;
+  static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
   static constexpr int STAGES = kFit < 8 ? kFit : 8;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + 2 * STAGES * 8 + 1024;  // +1024: alignment
+  // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
+  static constexpr int SCHED_SLOTS = 4;
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
+  static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(STAGES >= 4, "pipeline too shallow");
 };
@@ -69,10 +73,13 @@ struct Epilogue {
   int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
 };
 
-// Stage-removal experiments (benchmarks/stage_removal.py; built only with TK_EXPERIMENTS=1, where
+// Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
 // TK_HOPPER_EXPERIMENT sets them, and the results are then WRONG): drop the epilogue stores, the
 // TMA loads (stages arrive empty) or the wgmma, to time what the rest costs.
 constexpr int kXpNoStore = 1, kXpNoLoad = 2, kXpNoMma = 4;
+// kXpTiming: consumer 0 of every 33rd CTA prints its clock64 totals (mainloop, of which waiting
+// on full stages; the final wgmma drain; the epilogue up to the next unit's start).
+constexpr int kXpTiming = 8;
 
 
 template <typename OutT>
@@ -242,14 +249,19 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
   if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_tma<L, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
 }
 
-// Persistent: CTA b takes work units b, b + gridDim.x, ... (kittens::work_unit). The stage ring
-// and its parities run on across units, so the producer fills the next unit's stages while the
-// consumers are still in the previous unit's epilogue.
+// Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
+// (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket
+// gridDim.x + atomicAdd(unit_counter, 1), drawn by the producer once it has issued the loads of
+// its current unit and handed to the consumers through the sched ring. Dynamic order keeps the
+// CTAs that share an operand panel (neighbouring units) in step however the SMs' speeds drift,
+// so the panel is read from DRAM once (ncu, 8192x57344x8192: static 19 GB of DRAM reads against
+// cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so the producer fills
+// the next unit's stages while the consumers are still in the previous unit's epilogue.
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
-                int splits, int store_mode, int group_m) {
+                int splits, int store_mode, int group_m, int* unit_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #ifdef TK_EXPERIMENTS
   const int xp = ep.experiment;
@@ -261,6 +273,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
+  uint64_t* sched_full = empty + L::STAGES;
+  uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;
+  int* sched_unit = reinterpret_cast<int*>(sched_empty + L::SCHED_SLOTS);
+  const bool dynamic = L::CLUSTER == 1 && unit_counter != nullptr;
 
   // With clusters a unit is a column of CLUSTER vertically adjacent tiles; CTA `rank` of the
   // cluster takes row tile CLUSTER * unit_row + rank (past the last row tile it still loads and
@@ -283,6 +299,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
       mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
     }
+    for (int s = 0; s < L::SCHED_SLOTS; ++s) {
+      mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
+      mbar_init(&sched_empty[s], L::CONSUMERS * 4);   // one arrival per consumer warp after reading it
+    }
     mbar_init_fence();
     tma_prefetch_desc(&tm_a);
     tma_prefetch_desc(&tm_b);
@@ -295,7 +315,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       int it = 0;  // k iterations issued by this CTA, across units
-      for (int u = first_unit; u < units; u += unit_stride) {
+      int handed = 0;  // unit ids handed to the consumers (dynamic)
+      for (int u = first_unit; u < units;) {
         const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
         const KRange kr = split_k_range(w.split, splits, k_tiles);
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
@@ -314,6 +335,16 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                                   uint16_t((1u << L::CLUSTER) - 1));
           else
             L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+        }
+        if (dynamic) {
+          u = int(gridDim.x) + atomicAdd(unit_counter, 1);
+          const int slot = handed % L::SCHED_SLOTS;
+          mbar_wait(&sched_empty[slot], ((handed / L::SCHED_SLOTS) & 1) ^ 1);
+          sched_unit[slot] = u;  // made visible by the arrive's release
+          mbar_arrive(&sched_full[slot]);
+          ++handed;
+        } else {
+          u += unit_stride;
         }
       }
     }
@@ -338,14 +369,37 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
       }
     };
-    for (int u = first_unit; u < units; u += unit_stride) {
+    const bool xt = (xp & kXpTiming) && cw == 0 && thread_in_warpgroup() == 0 && blockIdx.x % 33 == 0;
+    long long xt_main = 0, xt_wait = 0, xt_drain = 0, xt_epi = 0, xt_mark = 0;
+    int xt_units = 0;
+    int received = 0;  // unit ids taken from the sched ring (dynamic)
+    // The next unit: static stride, or the id the producer handed over (every thread reads it,
+    // then one arrival per warp frees the slot).
+    auto next_unit = [&](int u) {
+      if (!dynamic) return u + unit_stride;
+      const int slot = received % L::SCHED_SLOTS;
+      mbar_wait(&sched_full[slot], (received / L::SCHED_SLOTS) & 1);
+      const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
+      __syncwarp();
+      if (warp_leader) mbar_arrive(&sched_empty[slot]);
+      ++received;
+      return v;
+    };
+    for (int u = first_unit; u < units; u = next_unit(u)) {
       const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
       const KRange kr = split_k_range(w.split, splits, k_tiles);
+      long long xt_start = 0;
+      if (xt) {
+        xt_start = clock64();
+        if (xt_units++ > 0) xt_epi += xt_start - xt_mark;
+      }
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
       for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
         const int s = it % L::STAGES;
+        long long xt_w = xt ? clock64() : 0;
         mbar_wait(&full[s], (it / L::STAGES) & 1);
+        if (xt) xt_wait += clock64() - xt_w;
         const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
         const uint32_t b_base = a_base + L::a_tile::kBytes;
         wgmma_fence();
@@ -360,8 +414,14 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         fence_regs(acc);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
+      const long long xt_d = xt ? clock64() : 0;
       wgmma_wait<0>();
       fence_regs(acc);
+      if (xt) {
+        xt_mark = clock64();
+        xt_main += xt_d - xt_start;
+        xt_drain += xt_mark - xt_d;
+      }
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
@@ -377,6 +437,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
       }
       store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
+    }
+    if (xt && xt_units > 0) {
+      xt_epi += clock64() - xt_mark;
+      printf("tk-timing block %d: %d units, per unit: main %lld (full-wait %lld) drain %lld epilogue %lld cycles\n",
+             int(blockIdx.x), xt_units, xt_main / xt_units, xt_wait / xt_units, xt_drain / xt_units, xt_epi / xt_units);
     }
     if constexpr (L::kTmaStore) {
       if (store_mode == kStoreTma && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit

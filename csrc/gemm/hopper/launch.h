@@ -28,6 +28,7 @@ struct GemmArgs {
   float alpha, beta;
   GemmPlan plan;    // plan_gemm(M, N, K, SMs, out_dtype != fp32)
   float* workspace; // plan.splits * M * N floats when plan.splits > 1, else unused
+  int* unit_counter; // one int, zero at launch, when plan.dynamic (the kernel leaves it changed)
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

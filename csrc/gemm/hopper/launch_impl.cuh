@@ -46,6 +46,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const int64_t units = int64_t(ceil_div(op.rows, L::BM * L::CLUSTER)) * ceil_div(op.cols, L::BN) * p.splits;
   if (units != p.units || units > 0x7fffffff) return "work units do not match the plan (or exceed 2^31-1)";
   if (p.splits > 1 && g.workspace == nullptr) return "split-K needs a workspace";
+  if (p.dynamic && g.unit_counter == nullptr) return "the dynamic schedule needs a zeroed unit counter";
+  int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
   const int64_t N = g.N;
   Epilogue<OutT> ep{static_cast<OutT*>(g.out),
@@ -66,7 +68,11 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
   CUtensorMap tout{};
   // TK_HOPPER_STORE=copy: A/B knob, the staged copy-out instead of the TMA store for such outputs.
+#ifdef TK_EXPERIMENTS
+  const bool copy_store = [] {  // re-read per call (in-process A/B)
+#else
   static const bool copy_store = [] {
+#endif
     const char* e = std::getenv("TK_HOPPER_STORE");
     return e != nullptr && std::string(e) == "copy";
   }();
@@ -95,7 +101,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   if constexpr (L::CLUSTER == 1) {
     kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
-                                                                                 g.K, p.splits, store_mode, p.group_m);
+                                                                                 g.K, p.splits, store_mode, p.group_m,
+                                                                                 unit_counter);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.blockDim = dim3(L::THREADS);
@@ -122,7 +129,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                      L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m);
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
+                             static_cast<int*>(nullptr));
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   if (p.splits > 1) {

@@ -12,6 +12,8 @@
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
+//  - dynamic: more units than CTAs (several waves) and >= kDynamicMinKTiles k tiles per unit: CTAs
+//    take units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +26,7 @@ struct GemmPlan {
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
+  bool dynamic;  // units handed out by an atomic counter (needs a zeroed int from the caller)
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
 };
@@ -45,9 +48,11 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 // A/B (benchmarks/NOTES.md): 1000x1001x999 52 -> 20 us, 256x8192x8192 0.83 -> 0.95x torch,
 // but 256x4096x14336 (224 k tiles) 0.97 -> 0.81x, hence the K bound of 128 k tiles.
 constexpr int kFillNarrowMaxKTiles = 128;
+// Dynamic schedule only when a unit's mainloop hides the ticket's atomic round trip (~1 us).
+constexpr int kDynamicMinKTiles = 8;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
-                          int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles) {
+                          int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
@@ -67,6 +72,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
+  p.dynamic = allow_dynamic && p.cluster == 1 && p.units > p.grid && k_tiles / p.splits >= kDynamicMinKTiles;
   return p;
 }
 

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""In-process A/B of Hopper GEMM settings (environment knobs), interleaved with torch.mm.
+
+Needs a build with the experiment hooks, where the knobs are re-read on every call (in a normal
+build they are read once per process) and TK_HOPPER_EXPERIMENT exists (stage removal: its
+modified runs give WRONG results, so the hooks are not in a normal build):
+
+    TK_EXPERIMENTS=1 python3 -m pip install --no-build-isolation --no-deps -e .
+    python3 benchmarks/ab_env.py [--shapes MxNxK:LAYOUT,...] [--variants name=VAR=VAL+VAR=VAL;...]
+
+Default variants: stage removal, TK_HOPPER_EXPERIMENT = 0 (full), 1 (no epilogue stores),
+2 (no TMA loads: shared memory holds stale data, so the wgmma power differs), 4 (no wgmma),
+3 (no loads, no stores). With --clocks it samples SM clock and power (nvidia-smi) while each of
+torch.mm and the first variant runs for ~1.5 s. Times are medians of 3 interleaved rounds.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+import triton.testing as tt
+
+import torch_tk
+
+DEFAULT = ("8192x8192x8192:NT,4096x4096x4096:NT,8192x4096x4096:NT,8192x57344x8192:NN,"
+           "8192x8192x28672:NT,8192x28672x4096:TN")
+STAGE_REMOVAL = ("full=TK_HOPPER_EXPERIMENT=0;no_store=TK_HOPPER_EXPERIMENT=1;no_load=TK_HOPPER_EXPERIMENT=2;"
+                 "no_mma=TK_HOPPER_EXPERIMENT=4;mma_only=TK_HOPPER_EXPERIMENT=3")
+
+
+def parse_variants(spec):
+    """'name=VAR=VAL+VAR=VAL;name2=...' -> {name: {VAR: VAL}}"""
+    out = {}
+    for item in spec.split(";"):
+        name, _, env = item.strip().partition("=")
+        out[name] = dict(kv.split("=", 1) for kv in env.split("+") if kv)
+    return out
+
+
+def inputs(M, N, K, lay):
+    a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
+    b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    return a, b
+
+
+def with_env(env, keys, fn):
+    def run():
+        for k in keys:  # every knob any variant sets: unset ones go back to their default
+            if k in env:
+                os.environ[k] = env[k]
+            else:
+                os.environ.pop(k, None)
+        return fn()
+    return run
+
+
+def sample_clocks(fn, seconds=1.5):
+    """Median SM clock (MHz) and power (W) from nvidia-smi while fn runs back to back."""
+    samples = []
+    stop = threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"],
+                               capture_output=True, text=True)
+            try:
+                c, p = r.stdout.strip().split(",")
+                samples.append((float(c), float(p)))
+            except ValueError:
+                pass
+            time.sleep(0.1)
+
+    fn()
+    torch.cuda.synchronize()
+    th = threading.Thread(target=poll)
+    th.start()
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+    stop.set()
+    th.join()
+    samples = sorted(samples)
+    if not samples:
+        return float("nan"), float("nan")
+    mid = samples[len(samples) // 2]
+    return mid[0], sorted(p for _, p in samples)[len(samples) // 2]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", default=DEFAULT)
+    ap.add_argument("--variants", default=STAGE_REMOVAL)
+    ap.add_argument("--clocks", action="store_true")
+    args = ap.parse_args(argv[1:])
+    variants = parse_variants(args.variants)
+    keys = sorted({k for env in variants.values() for k in env})
+    bench = lambda fn: float(tt.do_bench(fn, warmup=15, rep=60, return_mode="median"))  # noqa: E731
+    rows = []
+    for item in args.shapes.split(","):
+        shape, _, lay = item.partition(":")
+        lay = lay or "NT"
+        M, N, K = (int(x) for x in shape.split("x"))
+        a, b = inputs(M, N, K, lay)
+        fns = {"torch.mm": lambda: torch.mm(a, b)}
+        for name, env in variants.items():
+            fns[name] = with_env(env, keys, lambda: torch_tk.gemm(a, b))
+        t = {k: [] for k in fns}
+        for _ in range(3):  # interleaved rounds
+            for k, fn in fns.items():
+                t[k].append(bench(fn))
+        med = {k: sorted(v)[1] for k, v in t.items()}
+        clk = ""
+        if args.clocks:
+            first = next(iter(variants))
+            cm = sample_clocks(fns["torch.mm"])
+            ck = sample_clocks(fns[first])
+            clk = f"{cm[0]:.0f}/{ck[0]:.0f} MHz, {cm[1]:.0f}/{ck[1]:.0f} W"
+        for k in keys:
+            os.environ.pop(k, None)
+        flop = 2.0 * M * N * K
+        print(f"{M}x{N}x{K} {lay}: " + "  ".join(f"{k} {v * 1e3:.0f}us ({flop / v / 1e9:.0f}TF)"
+                                                for k, v in med.items()) + ("  | " + clk if clk else ""), flush=True)
+        rows.append((f"{M}x{N}x{K} {lay}", med, clk))
+    names = list(variants)
+    print("\n| shape | torch.mm us | " + " | ".join(f"{n} us (torch/{n})" for n in names) +
+          (" | clock, power torch/" + names[0] if args.clocks else "") + " |")
+    print("|---|---|" + "---|" * len(names) + ("---|" if args.clocks else ""))
+    for name, med, clk in rows:
+        cells = [f"{med[n] * 1e3:.0f} ({med['torch.mm'] / med[n]:.3f})" for n in names]
+        print(f"| {name} | {med['torch.mm'] * 1e3:.0f} | " + " | ".join(cells) + (f" | {clk}" if clk else "") + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
