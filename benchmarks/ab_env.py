@@ -9,8 +9,8 @@ modified runs give WRONG results, so the hooks are not in a normal build):
     python3 benchmarks/ab_env.py [--shapes MxNxK:LAYOUT,...] [--variants name=VAR=VAL+VAR=VAL;...]
 
 Default variants: stage removal, TK_HOPPER_EXPERIMENT = 0 (full), 1 (no epilogue stores),
-2 (no TMA loads: shared memory holds stale data, so the wgmma power differs), 4 (no wgmma),
-3 (no loads, no stores). With --clocks it samples SM clock and power (nvidia-smi) while each of
+2 (no TMA loads: shared memory holds stale data, so the wgmma power differs), 3 (no loads, no
+stores). With --clocks it samples SM clock and power (nvidia-smi) while each of
 torch.mm and the first variant runs for ~1.5 s. Times are medians of 3 interleaved rounds.
 """
 import argparse
@@ -28,7 +28,7 @@ import torch_tk
 DEFAULT = ("8192x8192x8192:NT,4096x4096x4096:NT,8192x4096x4096:NT,8192x57344x8192:NN,"
            "8192x8192x28672:NT,8192x28672x4096:TN")
 STAGE_REMOVAL = ("full=TK_HOPPER_EXPERIMENT=0;no_store=TK_HOPPER_EXPERIMENT=1;no_load=TK_HOPPER_EXPERIMENT=2;"
-                 "no_mma=TK_HOPPER_EXPERIMENT=4;mma_only=TK_HOPPER_EXPERIMENT=3")
+                 "mma_only=TK_HOPPER_EXPERIMENT=3")
 
 
 def parse_variants(spec):

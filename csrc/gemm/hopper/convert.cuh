@@ -14,6 +14,17 @@ template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return
 __device__ __forceinline__ uint16_t bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
 __device__ __forceinline__ uint16_t bits16(__half v) { return __half_as_ushort(v); }
 
+// Two values as one 32-bit word of 16-bit elements (v0 in the low half), one cvt.rn pack.
+template <typename OutT> __device__ __forceinline__ uint32_t pack2(float v0, float v1);
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float v0, float v1) {
+  const __nv_bfloat162 p = __floats2bfloat162_rn(v0, v1);
+  return *reinterpret_cast<const uint32_t*>(&p);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float v0, float v1) {
+  const __half2 p = __floats2half2_rn(v0, v1);
+  return *reinterpret_cast<const uint32_t*>(&p);
+}
+
 // (torch builds define __CUDA_NO_HALF_CONVERSIONS__, so conversions are spelled out)
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }

@@ -74,9 +74,10 @@ struct Epilogue {
 };
 
 // Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
-// TK_HOPPER_EXPERIMENT sets them, and the results are then WRONG): drop the epilogue stores, the
-// TMA loads (stages arrive empty) or the wgmma, to time what the rest costs.
-constexpr int kXpNoStore = 1, kXpNoLoad = 2, kXpNoMma = 4;
+// TK_HOPPER_EXPERIMENT sets them, and the results are then WRONG): drop the epilogue stores or
+// the TMA loads (stages arrive holding stale data), to time what the rest costs. (Skipping the
+// wgmma conditionally made ptxas insert warpgroup.arrive around it, slowing every variant.)
+constexpr int kXpNoStore = 1, kXpNoLoad = 2;
 // kXpTiming: consumer 0 of every 33rd CTA prints its clock64 totals (mainloop, of which waiting
 // on full stages; the final wgmma drain; the epilogue up to the next unit's start).
 constexpr int kXpTiming = 8;
@@ -137,25 +138,48 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
 // of its 64-row strip, alpha/beta C applied, as bf16/fp16 in an MN-major swizzled box with
 // columns as MN and rows as k (kittens::mnmajor_offset), so a warp's 4-byte writes hit 32
 // distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
-template <class L, int H, int R>
-__device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                            uint32_t stage_base, int row0, int n0, int M, int N) {
+// The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
+// the tensor cores idle: ~6400 cycles per 128x256 unit measured with kXpTiming when every
+// element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
+// store) and, with C, row pointers hoisted out of the element loop.
+template <class L, int H, bool kHasC, int R>
+__device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                 uint32_t stage_base, int row0, int n0, int M, int N) {
   using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
+  // This thread's two fragment rows (registers with (r / 2) % 2 == 0 and == 1).
+  const int frow = row0 + wgmma_acc_coord(t, 0).row;
+  const OutT* crow[2] = {nullptr, nullptr};
+  bool row_in[2] = {false, false};
+  if constexpr (kHasC) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      row_in[i] = frow + 8 * i < M;
+      crow[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
+    }
+  }
 #pragma unroll
   for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
     const RowCol rc = wgmma_acc_coord(t, r);
     float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-    const int row = row0 + rc.row, col = n0 + rc.col;
-    if (ep.c != nullptr && row < M && col < N) {
-      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
-      v0 += ep.beta * to_f32(c[0]);
-      if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    if constexpr (kHasC) {
+      const int i = (r / 2) % 2, col = n0 + rc.col;
+      if (row_in[i] && col < N) {
+        const OutT* c = crow[i] + int64_t(col) * ep.c_s1;
+        v0 += ep.beta * to_f32(c[0]);
+        if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+      }
     }
-    const uint32_t bits = uint32_t(bits16(from_f32<OutT>(v0))) | (uint32_t(bits16(from_f32<OutT>(v1))) << 16);
     const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(bits) : "memory");
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(pack2<OutT>(v0, v1)) : "memory");
   }
+}
+
+template <class L, int H, int R>
+__device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                            uint32_t stage_base, int row0, int n0, int M, int N) {
+  if (ep.c == nullptr) stage_round_impl<L, H, false>(acc, ep, stage_base, row0, n0, M, N);
+  else stage_round_impl<L, H, true>(acc, ep, stage_base, row0, n0, M, N);
 }
 
 // TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,
@@ -403,11 +427,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
         const uint32_t b_base = a_base + L::a_tile::kBytes;
         wgmma_fence();
-        if (!(xp & kXpNoMma)) {
 #pragma unroll
-          for (int kk = 0; kk < L::BK / 16; ++kk)
-            mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
-        }
+        for (int kk = 0; kk < L::BK / 16; ++kk)
+          mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
         wgmma_commit();
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
