@@ -465,15 +465,15 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
     assert _C.hopper_plan(M, N, K, sms, all_widths, 1)["cluster"] == 1
-    # dynamic schedule: several waves of unclustered units, each long enough to hide the ticket
-    assert p["dynamic"] == (p["cluster"] == 1 and p["units"] > p["grid"] and k_tiles // p["splits"] >= 8)
+    # dynamic schedule: more units than clusters, each long enough to hide the ticket
+    assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
     assert not _C.hopper_plan(M, N, K, sms, all_widths, 2, allow_dynamic=False)["dynamic"]
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": False}
+                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,

@@ -276,8 +276,10 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
 // (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket
 // gridDim.x + atomicAdd(unit_counter, 1), drawn by the producer once it has issued the loads of
-// its current unit and handed to the consumers through the sched ring. Dynamic order keeps the
-// CTAs that share an operand panel (neighbouring units) in step however the SMs' speeds drift,
+// its current unit and handed to the consumers through the sched ring. In a 2-CTA cluster (units
+// counted per cluster) rank 0's producer draws the ticket and writes it into both CTAs' rings.
+// Dynamic order keeps the CTAs that share an operand panel (neighbouring units) in step however
+// the SMs' speeds drift,
 // so the panel is read from DRAM once (ncu, 8192x57344x8192: static 19 GB of DRAM reads against
 // cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so the producer fills
 // the next unit's stages while the consumers are still in the previous unit's epilogue.
@@ -300,7 +302,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   uint64_t* sched_full = empty + L::STAGES;
   uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;
   int* sched_unit = reinterpret_cast<int*>(sched_empty + L::SCHED_SLOTS);
-  const bool dynamic = L::CLUSTER == 1 && unit_counter != nullptr;
+  const bool dynamic = unit_counter != nullptr;
 
   // With clusters a unit is a column of CLUSTER vertically adjacent tiles; CTA `rank` of the
   // cluster takes row tile CLUSTER * unit_row + rank (past the last row tile it still loads and
@@ -325,7 +327,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
-      mbar_init(&sched_empty[s], L::CONSUMERS * 4);   // one arrival per consumer warp after reading it
+      // One arrival per consumer warp of the cluster after reading the id, plus the other
+      // producers (only rank 0's ring is waited on: rank 0 draws the tickets).
+      mbar_init(&sched_empty[s], L::CONSUMERS * 4 * L::CLUSTER + L::CLUSTER - 1);
     }
     mbar_init_fence();
     tma_prefetch_desc(&tm_a);
@@ -361,11 +365,23 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
         }
         if (dynamic) {
-          u = int(gridDim.x) + atomicAdd(unit_counter, 1);
-          const int slot = handed % L::SCHED_SLOTS;
-          mbar_wait(&sched_empty[slot], ((handed / L::SCHED_SLOTS) & 1) ^ 1);
-          sched_unit[slot] = u;  // made visible by the arrive's release
-          mbar_arrive(&sched_full[slot]);
+          const int slot = handed % L::SCHED_SLOTS, parity = (handed / L::SCHED_SLOTS) & 1;
+          if (rank == 0) {
+            // Units are numbered per cluster: the first unit_stride went out statically.
+            u = unit_stride + atomicAdd(unit_counter, 1);
+            mbar_wait(&sched_empty[slot], parity ^ 1);
+            sched_unit[slot] = u;  // made visible by the arrive's release
+#pragma unroll
+            for (int peer = 1; peer < L::CLUSTER; ++peer) {
+              st_shared_cluster(&sched_unit[slot], peer, u);
+              mbar_arrive_cluster_release(&sched_full[slot], peer);
+            }
+            mbar_arrive(&sched_full[slot]);
+          } else {
+            mbar_wait_cluster(&sched_full[slot], parity);
+            u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
+            mbar_arrive_cluster(&sched_empty[slot], 0);
+          }
           ++handed;
         } else {
           u += unit_stride;
@@ -397,15 +413,19 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     long long xt_main = 0, xt_wait = 0, xt_drain = 0, xt_epi = 0, xt_mark = 0;
     int xt_units = 0;
     int received = 0;  // unit ids taken from the sched ring (dynamic)
-    // The next unit: static stride, or the id the producer handed over (every thread reads it,
-    // then one arrival per warp frees the slot).
+    // The next unit: static stride, or the id rank 0's producer handed over (every thread reads
+    // it, then one arrival per warp on rank 0's ring frees the slot).
     auto next_unit = [&](int u) {
       if (!dynamic) return u + unit_stride;
-      const int slot = received % L::SCHED_SLOTS;
-      mbar_wait(&sched_full[slot], (received / L::SCHED_SLOTS) & 1);
+      const int slot = received % L::SCHED_SLOTS, parity = (received / L::SCHED_SLOTS) & 1;
+      if (L::CLUSTER > 1 && rank != 0) mbar_wait_cluster(&sched_full[slot], parity);
+      else mbar_wait(&sched_full[slot], parity);
       const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
       __syncwarp();
-      if (warp_leader) mbar_arrive(&sched_empty[slot]);
+      if (warp_leader) {
+        if (L::CLUSTER > 1 && rank != 0) mbar_arrive_cluster(&sched_empty[slot], 0);
+        else mbar_arrive(&sched_empty[slot]);
+      }
       ++received;
       return v;
     };

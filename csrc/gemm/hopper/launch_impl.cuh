@@ -130,7 +130,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
-                             static_cast<int*>(nullptr));
+                             unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   if (p.splits > 1) {

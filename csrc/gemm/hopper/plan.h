@@ -12,8 +12,8 @@
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
-//  - dynamic: more units than CTAs (several waves) and >= kDynamicMinKTiles k tiles per unit: CTAs
-//    take units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
+//  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
+//    units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -72,7 +72,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
-  p.dynamic = allow_dynamic && p.cluster == 1 && p.units > p.grid && k_tiles / p.splits >= kDynamicMinKTiles;
+  p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
   return p;
 }
 
