@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      int it = 0;  // k iterations issued by this CTA, across units
+      uint32_t it = 0;  // k iterations issued by this CTA, across units
       int handed = 0;  // unit ids handed to the consumers (dynamic)
       for (int u = first_unit; u < units;) {
         const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
@@ -396,7 +396,15 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     constexpr bool kBf16 = std::is_same_v<typename L::in_t, __nv_bfloat16>;
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
     float acc[L::BN / 2];
-    int it = 0;
+    uint32_t it = 0;  // k iterations consumed, across units (unsigned: cheap % and /)
+    // Stage 0's wgmma descriptors; the mainloop adds constant offsets (no carry: asserted).
+    static_assert(L::SMEM_BYTES < (1 << 18), "shared addresses must fit the 14-bit descriptor field (>> 4)");
+    const uint32_t ring = smem_u32(smem);
+    // Only the low word (start address) moves: 32-bit adds, the high word stays constant.
+    const uint64_t desc_a0 = L::a_tile::desc(ring, cw * 64, 0);
+    const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
+    const uint32_t a_lo = uint32_t(desc_a0), a_hi = uint32_t(desc_a0 >> 32);
+    const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
     // Staged copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N.
     const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
                           reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
@@ -444,12 +452,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         long long xt_w = xt ? clock64() : 0;
         mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (xt) xt_wait += clock64() - xt_w;
-        const uint32_t a_base = smem_u32(smem + s * L::STAGE_BYTES);
-        const uint32_t b_base = a_base + L::a_tile::kBytes;
+        // Descriptors of stage s: stage 0's plus the stage offset (st_operand::kDescKStep).
+        const uint32_t stage_step = uint32_t(s) * (L::STAGE_BYTES >> 4);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < L::BK / 16; ++kk)
-          mma::mma(acc, L::a_tile::desc(a_base, cw * 64, kk), L::b_tile::desc(b_base, 0, kk), 1);
+          mma::mma(acc, pack_desc(a_lo + stage_step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+                   pack_desc(b_lo + stage_step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
         wgmma_commit();
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();

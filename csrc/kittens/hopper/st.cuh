@@ -57,6 +57,18 @@ struct st_operand {
     else
       return wgmma_desc(base + mnmajor_offset(mn0, kk * 16, ElemBytes), mnmajor_chunk_bytes(), kSwizzleAtomBytes);
   }
+
+  // At such rows the start address is linear in k: desc(base, mn0, kk) == desc(base, mn0, 0) +
+  // kk * kDescKStep (the field holds address >> 4; shared addresses < 256 KB never carry out of
+  // its 14 bits), so a mainloop adds constants to one descriptor instead of re-encoding it.
+  static constexpr uint64_t kDescKStep = (MnMajor ? 16 * kSwizzleBytes : 16 * ElemBytes) >> 4;
 };
+
+// A descriptor from its two words (mov.b64 of a register pair: no arithmetic).
+__device__ __forceinline__ uint64_t pack_desc(uint32_t lo, uint32_t hi) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
+  return d;
+}
 
 }  // namespace kittens::hopper
