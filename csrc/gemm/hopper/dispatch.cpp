@@ -91,8 +91,9 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   // Environment knobs, read once (for A/B measurements; README "GPU check"):
-  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, but on an H100 they
-  // measured 0.62x torch.mm against 0.94x without (benchmarks/NOTES.md).
+  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, and since the
+  // remote-arrive fix as fast as unclustered ones within the run-to-run spread (H100, 6 NT
+  // shapes: 0.98-1.00x torch.mm either way; benchmarks/NOTES.md), so not the default.
   TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
   TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
