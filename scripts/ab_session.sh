@@ -1,5 +1,10 @@
-# Device A/B batch: the committed tree (abtree/, untracked: `git archive HEAD`) against the
-# working tree, normal builds, separate processes per build, alternating, same machine.
+# Device A/B batch: the committed tree against the working tree, normal builds, one process per
+# build and round, alternating, on one machine. Before the device call, here:
+#   rm -rf abtree && mkdir abtree && git archive HEAD | tar -x -C abtree   (untracked; delete after)
+# then on the device: [AB_ROUNDS=3] [AB_SHAPES=...] [AB_LAYOUTS=NT] [AB_ENV="VAR=x ..."]
+#   [AB_SKIP_TESTS=1] [AB_CLOCKS=MxNxK:LAY,...] bash scripts/ab_session.sh
+# Knob variants of one build need no abtree: run benchmarks/bench_gemm.py under each setting.
+[ -d abtree ] || { echo "abtree/ missing (see the header)"; exit 1; }
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/tk_site .whl/*.whl && export PYTHONPATH=/tmp/tk_site
 t0=$(date +%s)
