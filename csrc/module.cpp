@@ -43,6 +43,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("kmajor_offset", &kittens::kmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));
+  m.def("desc_k16_step", &kittens::desc_k16_step, py::arg("mn_major"), py::arg("elem_bytes"));
   m.def(
       "wgmma_acc_coord",
       [](int t, int r) {

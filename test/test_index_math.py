@@ -327,6 +327,27 @@ def test_wgmma_desc_matches_cute_bitfields(addr, lbo, sbo):
     assert d & reserved == 0, f"reserved/base_offset bits set: {d & reserved:#x}"
 
 
+@pytest.mark.parametrize("mn_major", [False, True])
+def test_desc_constant_advance_equals_reencoding(mn_major):
+    """The mainloop's descriptors (gemm_kernel.cuh): stage 0's low word + stage bytes / 16 +
+    kk * desc_k16_step must equal encoding the slice's address afresh, for every stage of the
+    128x256 ring (4 x 48 KB after a 1-KB aligned base), every warpgroup row offset and k slice."""
+    eb = 2
+    step = _C.desc_k16_step(mn_major, eb)
+    assert step == (128 if mn_major else 2)
+    lbo = 8192 if mn_major else 16
+    off = (lambda mn, k: _C.mnmajor_offset(mn, k, eb)) if mn_major else (lambda mn, k: _C.kmajor_offset(mn, k, eb))
+    mask = (1 << 64) - 1
+    for base in (0x400, 0x800, 0x1000):
+        for stage_bytes, stages in ((49152, 4), (32768, 6), (24576, 8)):
+            for mn0 in (0, 64, 128, 192):
+                d0 = _C.wgmma_desc(base + off(mn0, 0), lbo, 1024) & mask
+                for s in range(stages):
+                    for kk in range(4):
+                        want = _C.wgmma_desc(base + s * stage_bytes + off(mn0, 16 * kk), lbo, 1024) & mask
+                        assert d0 + (s * stage_bytes >> 4) + kk * step == want, (base, s, mn0, kk)
+
+
 def test_wgmma_desc_typical_values():
     # smem address 0x400 (a 1024-aligned tile), LBO 8192 (MN-major chunk), SBO 1024
     d = _C.wgmma_desc(0x400, 8192, 1024) & ((1 << 64) - 1)

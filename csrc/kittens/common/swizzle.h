@@ -40,4 +40,13 @@ TK_HD uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
          ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
 }
 
+// Descriptor advance, in the start-address field's 16-B units, from one k16 slice to the next at
+// rows mn % 8 == 0 (unswizzled positions, where the offsets are linear in k): K-major 16
+// elements along the row, MN-major 16 rows of 128 B. Adding it (and a stage's bytes >> 4) to the
+// descriptor's low word equals re-encoding while the address stays below 256 KB (no carry out
+// of the 14-bit field; an SM has 228 KB of shared memory).
+TK_HD constexpr uint32_t desc_k16_step(bool mn_major, uint32_t elem_bytes) {
+  return (mn_major ? 16 * kSwizzleBytes : 16 * elem_bytes) >> 4;
+}
+
 }  // namespace kittens

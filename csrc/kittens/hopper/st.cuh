@@ -61,7 +61,7 @@ struct st_operand {
   // At such rows the start address is linear in k: desc(base, mn0, kk) == desc(base, mn0, 0) +
   // kk * kDescKStep (the field holds address >> 4; shared addresses < 256 KB never carry out of
   // its 14 bits), so a mainloop adds constants to one descriptor instead of re-encoding it.
-  static constexpr uint64_t kDescKStep = (MnMajor ? 16 * kSwizzleBytes : 16 * ElemBytes) >> 4;
+  static constexpr uint64_t kDescKStep = desc_k16_step(MnMajor, ElemBytes);
 };
 
 // A descriptor from its two words (mov.b64 of a register pair: no arithmetic).
