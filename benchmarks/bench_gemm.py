@@ -58,6 +58,10 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per case (default 3)")
     p.add_argument("--warmup-ms", type=float, default=15.0, help="do_bench warm-up per measurement (ms)")
     p.add_argument("--rep-ms", type=float, default=60.0, help="do_bench measuring time per measurement (ms)")
+    p.add_argument("--min-calls", type=int, default=20,
+                   help="at least this many timed calls (and a quarter as many warm-up calls) per measurement: long kernels "
+                        "(8192x57344x8192: 11 ms) otherwise get ~5 calls, too few to ride out the clock "
+                        "changes of a power-capped GPU (default 20)")
     return p.parse_args(argv)
 
 
@@ -69,11 +73,22 @@ def make_timer(args):
         import triton.testing as tt  # noqa: F401
 
         def bench(fn):
-            return float(tt.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median"))
+            # do_bench sizes its loops from rep/warmup (ms) over an estimate of one call; stretch both
+            # so that long kernels still get --min-calls timed calls.
+            fn()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            est = s.elapsed_time(e)
+            rep = max(args.rep_ms, args.min_calls * est)
+            warmup = max(args.warmup_ms, args.min_calls / 4 * est)
+            return float(tt.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
 
         import triton
 
-        return bench, f"triton.testing.do_bench(median) triton {triton.__version__}"
+        return bench, f"triton.testing.do_bench(median, >= {args.min_calls} calls) triton {triton.__version__}"
     except Exception:  # noqa: BLE001 - triton missing or broken: CUDA events
         pass
 
@@ -90,7 +105,7 @@ def make_timer(args):
             torch.cuda.synchronize()
             k += 1
         est = (time.perf_counter() - t0) / k
-        n = max(10, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
+        n = max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
         times = []
         for _ in range(n):
             flush.zero_()  # evict L2 between calls
@@ -307,6 +322,7 @@ def main(argv=None):
         "rounds": args.rounds,
         "warmup_ms": args.warmup_ms,
         "rep_ms": args.rep_ms,
+        "min_calls": args.min_calls,
         "copy_bandwidth_GBps": bw / 1e9,
         "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
     }
