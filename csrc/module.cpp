@@ -6,6 +6,7 @@
 #include "counters.h"
 #include "kittens/common/fragments.h"
 #include "kittens/common/raster.h"
+#include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
 #include "gemm/hopper/plan.h"
 #include "gemm/hopper/skinny_plan.h"
@@ -72,6 +73,27 @@ PYBIND11_MODULE(_C, m) {
         return std::make_tuple(w.tile.m, w.tile.n, w.split);
       },
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
+  m.def("sk_tiles", &kittens::sk_tiles, py::arg("tiles"), py::arg("grid"));
+  m.def(
+      "sk_partition",
+      [](int64_t tiles, int k_tiles, int grid) {
+        // Per CTA, the segments it walks (kittens/common/stream_k.h), as the kernel would.
+        const int sk = kittens::sk_tiles(tiles, grid);
+        const int64_t iters = int64_t(sk) * k_tiles;
+        py::list ctas;
+        for (int c = 0; c < grid && sk > 0; ++c) {
+          py::list segs;
+          const int64_t end = kittens::sk_begin(c + 1, iters, grid);
+          for (int64_t it = kittens::sk_begin(c, iters, grid); it < end;) {
+            const auto s = kittens::sk_segment(it, end, k_tiles, iters, grid);
+            segs.append(py::make_tuple(s.tile, s.k.begin, s.k.end, s.slot, s.slots));
+            it += s.k.end - s.k.begin;
+          }
+          ctas.append(segs);
+        }
+        return ctas;
+      },
+      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"));
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,

@@ -454,6 +454,60 @@ def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
     assert seen == {(m, n, s) for m in range(tm) for n in range(tn) for s in range(splits)}
 
 
+# ============================================================================ stream-K tail (stream_k.h)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 300), st.integers(1, 132))
+def test_stream_k_tail_covers_each_sk_tile_once_in_two_slots(tiles, k_tiles, grid):
+    sk = _C.sk_tiles(tiles, grid)
+    r = tiles % grid
+    if tiles <= grid or r == 0 or (grid - r) * 100 < grid * (tiles // grid + 1):
+        assert sk == 0 and _C.sk_partition(tiles, k_tiles, grid) == []
+        return
+    assert sk == grid + r and (tiles - sk) % grid == 0  # the whole tiles fill whole waves
+    ctas = _C.sk_partition(tiles, k_tiles, grid)
+    assert len(ctas) == grid
+    counts = [sum(e - b for _, b, e, _, _ in segs) for segs in ctas]
+    assert max(counts) - min(counts) <= 1 and min(counts) >= k_tiles  # balanced, >= one tile each
+    assert sum(counts) == sk * k_tiles
+    covered = {}
+    for c, segs in enumerate(ctas):
+        tiles_seen = [t for t, *_ in segs]
+        assert tiles_seen == sorted(tiles_seen) and len(set(tiles_seen)) == len(tiles_seen)
+        for i, (t, b, e, slot, slots) in enumerate(segs):
+            assert 0 <= t < sk and 0 <= b < e <= k_tiles and slots in (1, 2) and 0 <= slot < slots
+            # only a CTA's first segment can be a tail, only its last a head of a split tile
+            if slot == 1:
+                assert i == 0 and b > 0
+            if slots == 2 and slot == 0:
+                assert i == len(segs) - 1 and b == 0 and e < k_tiles
+            covered.setdefault(t, []).append((slot, b, e, slots, c))
+    assert sorted(covered) == list(range(sk))
+    for t, parts in covered.items():
+        parts.sort()
+        assert [p[0] for p in parts] == list(range(len(parts))) and all(p[3] == len(parts) for p in parts)
+        assert parts[0][1] == 0 and parts[-1][2] == k_tiles
+        assert all(parts[i][2] == parts[i + 1][1] for i in range(len(parts) - 1))  # contiguous, in order
+        assert all(parts[i][4] + 1 == parts[i + 1][4] for i in range(len(parts) - 1))  # head CTA c, tail c + 1
+
+
+def test_stream_k_tail_examples():
+    # 4096^3 with 128x256 tiles on an H100: 512 tiles = 3 waves of 132 + 116 -> 248 sk tiles
+    assert _C.sk_tiles(512, 132) == 248
+    assert _C.sk_tiles(1024, 132) == 132 + 100  # 8192x4096x4096: 7.76 waves
+    assert _C.sk_tiles(7168, 132) == 132 + 40   # 8192x28672x4096
+    assert _C.sk_tiles(8192, 132) == 132 + 8    # 16384^3: 62.06 waves
+    assert _C.sk_tiles(2 * 132 + 130, 132) == 0  # idle 2/132 of one of 3 waves: 0.5%, left whole
+    assert _C.sk_tiles(2 * 132 + 120, 132) == 252  # idle 12/132 of one of 3 waves: 3%
+    assert _C.sk_tiles(100 * 132 + 1, 132) == 0  # idle 131/132 of one of 101 waves: 0.98%
+    assert _C.sk_tiles(112, 132) == 0            # fewer tiles than SMs: split-K's case
+    # 512 tiles, 64 k tiles (4096^3): 248 * 64 = 15872 iterations, 120 or 121 per CTA
+    ctas = _C.sk_partition(512, 64, 132)
+    assert ctas[0] == [(0, 0, 64, 0, 1), (1, 0, 56, 0, 2)]
+    assert ctas[1][0] == (1, 56, 64, 1, 2)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
        st.booleans())
