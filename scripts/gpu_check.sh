@@ -55,6 +55,11 @@ for tool in $tools; do
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san $tool=rc$rc"
 done
+if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials and flags
+  TK_HOPPER_STREAMK=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+  rc=$?; [ $rc = 124 ] && rc="timeout"
+  san="$san memcheck(stream-K)=rc$rc"
+fi
 
 if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   python3 benchmarks/bench_gemm.py --suite "${TK_BENCH_SUITE:-all}" --out "$OUT/bench.json" --md "$OUT/bench.md" \

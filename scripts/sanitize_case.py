@@ -5,7 +5,8 @@ Kernels: (bf16 | fp16) x (same | fp32 output) x 4 layouts x tile width. The --sm
 through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> swap-AB, 128x64
 tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x520 -> 128x256,
 144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
-clusters, the last one with a CTA past the end);
+clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
+stream-K tail, cross-CTA partials and flags);
 9x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA). fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""

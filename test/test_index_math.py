@@ -543,20 +543,32 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # dynamic schedule: more units than clusters, each long enough to hide the ticket
     assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
     assert not _C.hopper_plan(M, N, K, sms, all_widths, 2, allow_dynamic=False)["dynamic"]
+    # stream-K tail: opt-in, only for unclustered, unsplit 128x256 plans, ids below 2^31
+    assert p["sk_tiles"] == 0
+    q = _C.hopper_plan(M, N, K, sms, all_widths, 1, allow_stream_k=True)
+    if q["sk_tiles"]:
+        assert q["bn"] == 256 and q["splits"] == 1 and q["cluster"] == 1
+        assert q["sk_tiles"] == _C.sk_tiles(q["units"], q["grid"])
+        assert q["units"] + q["sk_tiles"] * k_tiles < 2**31
+    elif q["bn"] == 256 and q["splits"] == 1 and q["units"] + _C.sk_tiles(q["units"], q["grid"]) * k_tiles < 2**31:
+        assert _C.sk_tiles(q["units"], q["grid"]) == 0
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True}
+                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
-                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False}
+                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0}
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bn": 64, "splits": 1, "cluster": 1,
-                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False}
+                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
+    # stream-K (opt-in): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
+    assert _C.hopper_plan(4096, 4096, 4096, 132, allow_stream_k=True)["sk_tiles"] == 248
+    assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles

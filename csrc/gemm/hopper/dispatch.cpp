@@ -111,21 +111,28 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
+  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): not measured yet.
+  TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
-                             group_m, split_min, fill_narrow, dynamic != 0);
+                             group_m, split_min, fill_narrow, dynamic != 0, stream_k != 0);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
     g.workspace = workspace.data_ptr<float>();
   }
-  at::Tensor unit_counter;  // the dynamic schedule's ticket counter, zeroed on the stream
-  if (g.plan.dynamic) {
-    unit_counter = at::zeros({1}, a.options().dtype(at::kInt));
+  if (g.plan.sk_tiles > 0) {  // stream-K tail partials: one 128 x bn fp32 tile per CTA
+    workspace = at::empty({g.plan.grid, 128, g.plan.bn}, a.options().dtype(at::kFloat));
+    g.workspace = workspace.data_ptr<float>();
+  }
+  at::Tensor unit_counter;  // the dynamic schedule's ticket counter (+ stream-K flags), zeroed on the stream
+  if (g.plan.dynamic || g.plan.sk_tiles > 0) {
+    unit_counter = at::zeros({1 + (g.plan.sk_tiles > 0 ? 2 * g.plan.grid : 0)}, a.options().dtype(at::kInt));
     g.unit_counter = unit_counter.data_ptr<int>();
   }
   const char* err = hopper::gemm_launch(g, stream);
   TORCH_CHECK(err == nullptr, "tk: Hopper GEMM launch failed: ", err);
   count_call(Path::hopper);
+  if (g.plan.sk_tiles > 0) count_call(Path::hopper_stream_k);
   return true;
 }
 

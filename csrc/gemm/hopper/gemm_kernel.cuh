@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include "../../kittens/common/fragments.h"
 #include "../../kittens/common/raster.h"
+#include "../../kittens/common/stream_k.h"
+#include "../../kittens/hopper/flags.cuh"
 #include "../../kittens/hopper/mbarrier.cuh"
 #include "../../kittens/hopper/st.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
@@ -21,11 +23,13 @@ using namespace kittens::hopper;
 // maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
 // CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
 // Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
-template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1>
+// STREAM_K_: the plan's last sk_tiles tiles run as a stream-K tail (kittens/common/stream_k.h).
+template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
-  static constexpr bool kAMn = XMn, kBMn = YMn;
+  static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
+  static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
@@ -71,6 +75,10 @@ struct Epilogue {
   float* partial;   // used when splits > 1
   int64_t o_split;
   int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
+  // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
+  // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
+  int sk_tiles = 0;
+  int* sk_flags = nullptr;
 };
 
 // Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
@@ -311,6 +319,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
   const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
+  // Stream-K: whole-tile units [0, dp_units), then this CTA's tail iterations, encoded as unit
+  // ids dp_units + iteration in [sk_lo, sk_hi). A schedule switches to them (in_sk) once its
+  // next whole-tile id is past dp_units.
+  const int dp_units = units - (L::kStreamK ? ep.sk_tiles : 0);
+  const int64_t sk_iters = int64_t(L::kStreamK ? ep.sk_tiles : 0) * k_tiles;
+  const int sk_lo = dp_units + int(sk_begin(blockIdx.x, sk_iters, gridDim.x));
+  const int sk_hi = dp_units + int(sk_begin(blockIdx.x + 1, sk_iters, gridDim.x));
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
   if constexpr (L::CLUSTER > 1) {
     rank = int(cluster_ctarank());
@@ -344,9 +359,22 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;  // k iterations issued by this CTA, across units
       int handed = 0;  // unit ids handed to the consumers (dynamic)
-      for (int u = first_unit; u < units;) {
-        const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
-        const KRange kr = split_k_range(w.split, splits, k_tiles);
+      bool in_sk = false;
+      int u = first_unit;
+      if constexpr (L::kStreamK) {
+        if (u >= dp_units) in_sk = true, u = sk_lo;
+      }
+      while (in_sk ? u < sk_hi : u < units) {
+        WorkUnit w;
+        KRange kr;
+        if (L::kStreamK && in_sk) {
+          const SkSegment seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
+          w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
+          kr = seg.k;
+        } else {
+          w = work_unit(u, tiles_m, tiles_n, group);
+          kr = split_k_range(w.split, splits, k_tiles);
+        }
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
@@ -363,6 +391,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                                   uint16_t((1u << L::CLUSTER) - 1));
           else
             L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+        }
+        if (L::kStreamK && in_sk) {
+          u += kr.end - kr.begin;
+          continue;
         }
         if (dynamic) {
           const int slot = handed % L::SCHED_SLOTS, parity = (handed / L::SCHED_SLOTS) & 1;
@@ -385,6 +417,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           ++handed;
         } else {
           u += unit_stride;
+        }
+        if constexpr (L::kStreamK) {
+          if (u >= dp_units) in_sk = true, u = sk_lo;
         }
       }
     }
@@ -437,9 +472,32 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       ++received;
       return v;
     };
-    for (int u = first_unit; u < units; u = next_unit(u)) {
-      const WorkUnit w = work_unit(u, tiles_m, tiles_n, group);
-      const KRange kr = split_k_range(w.split, splits, k_tiles);
+    // Stream-K tail: the same walk as the producer's (in_sk); `seg` of the current tail segment.
+    bool in_sk = false;
+    SkSegment seg{};
+    auto advance = [&](int u) {
+      if (L::kStreamK && in_sk) return u + (seg.k.end - seg.k.begin);
+      u = next_unit(u);
+      if constexpr (L::kStreamK) {
+        if (u >= dp_units) in_sk = true, u = sk_lo;
+      }
+      return u;
+    };
+    int u0 = first_unit;
+    if constexpr (L::kStreamK) {
+      if (u0 >= dp_units) in_sk = true, u0 = sk_lo;
+    }
+    for (int u = u0; in_sk ? u < sk_hi : u < units; u = advance(u)) {
+      WorkUnit w;
+      KRange kr;
+      if (L::kStreamK && in_sk) {
+        seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
+        w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
+        kr = seg.k;
+      } else {
+        w = work_unit(u, tiles_m, tiles_n, group);
+        kr = split_k_range(w.split, splits, k_tiles);
+      }
       long long xt_start = 0;
       if (xt) {
         xt_start = clock64();
@@ -476,6 +534,27 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
+      if constexpr (L::kStreamK) {
+        if (in_sk && seg.slots == 2) {
+          // Tail: hand the partial sums to the head's CTA (blockIdx.x - 1) and stop here. Head:
+          // add the tail's sums (two addends: the same bits in either order), then store.
+          const int t = thread_in_warpgroup();
+          const int part = seg.slot == 1 ? int(blockIdx.x) : int(blockIdx.x) + 1;
+          float* ws = ep.partial + (int64_t(part) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
+          int* flag = ep.sk_flags + part * L::CONSUMERS + cw;
+          if (seg.slot == 1) {
+#pragma unroll
+            for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
+            named_barrier(1 + cw, kWarpgroupThreads);
+            if (t == 0) flag_release(flag);
+            continue;
+          }
+          if (t == 0) flag_acquire_wait(flag);
+          named_barrier(1 + cw, kWarpgroupThreads);
+#pragma unroll
+          for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+        }
+      }
       if constexpr (L::kTmaStore) {
         uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
         if (store_mode == kStoreTma) {

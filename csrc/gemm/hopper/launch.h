@@ -27,8 +27,10 @@ struct GemmArgs {
   int64_t c_s0, c_s1;
   float alpha, beta;
   GemmPlan plan;    // plan_gemm(M, N, K, SMs, out_dtype != fp32)
-  float* workspace; // plan.splits * M * N floats when plan.splits > 1, else unused
-  int* unit_counter; // one int, zero at launch, when plan.dynamic (the kernel leaves it changed)
+  float* workspace; // plan.splits * M * N floats when plan.splits > 1; with plan.sk_tiles > 0,
+                    // plan.grid * 128 * plan.bn floats (the stream-K tail partials); else unused
+  int* unit_counter; // zeroed ints, when plan.dynamic or plan.sk_tiles > 0: the ticket counter,
+                     // then 2 * plan.grid stream-K ready flags (the kernel leaves them changed)
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

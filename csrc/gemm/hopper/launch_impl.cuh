@@ -47,6 +47,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (units != p.units || units > 0x7fffffff) return "work units do not match the plan (or exceed 2^31-1)";
   if (p.splits > 1 && g.workspace == nullptr) return "split-K needs a workspace";
   if (p.dynamic && g.unit_counter == nullptr) return "the dynamic schedule needs a zeroed unit counter";
+  if (p.sk_tiles > 0 && (!L::kStreamK || g.workspace == nullptr || g.unit_counter == nullptr))
+    return "the stream-K tail needs its kernel, a workspace and zeroed flags";
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
   const int64_t N = g.N;
@@ -63,6 +65,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 #ifdef TK_EXPERIMENTS
   if (const char* xp = std::getenv("TK_HOPPER_EXPERIMENT")) ep.experiment = std::atoi(xp);  // read per call
 #endif
+  if constexpr (L::kStreamK) {
+    ep.sk_tiles = p.sk_tiles;
+    ep.sk_flags = g.unit_counter + 1;
+  }
 
   // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
@@ -162,7 +168,9 @@ template <typename T, typename OutT, int BN, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BN == 256) {
     if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
+    if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
   }
+  if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
   if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
   return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
 }

@@ -17,6 +17,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include "../../kittens/common/stream_k.h"
 
 namespace tk::hopper {
 
@@ -29,6 +30,7 @@ struct GemmPlan {
   bool dynamic;  // units handed out by an atomic counter (needs a zeroed int from the caller)
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
+  int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
 };
 
 constexpr int kPlanBM = 128, kPlanBK = 64;
@@ -52,7 +54,8 @@ constexpr int kFillNarrowMaxKTiles = 128;
 constexpr int kDynamicMinKTiles = 8;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
-                          int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true) {
+                          int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
+                          bool allow_stream_k = false) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
@@ -73,6 +76,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
   p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
+  // Stream-K tail (opt-in, 128 x 256 unclustered unsplit kernels only); unit ids encode tail
+  // iterations past the whole-tile units, so they must stay below 2^31.
+  if (allow_stream_k && p.cluster == 1 && p.splits == 1 && p.bn == 256) {
+    const int sk = kittens::sk_tiles(p.units, p.grid);
+    if (p.units + int64_t(sk) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = sk;
+  }
   return p;
 }
 

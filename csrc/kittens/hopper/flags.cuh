@@ -1,0 +1,22 @@
+// Global-memory ready flags between CTAs of one grid (PTX ISA "Memory Consistency Model":
+// release/acquire at gpu scope). The writer's CTA-mates make their stores before a barrier the
+// releasing thread also passes; release is cumulative, so those stores are visible to any thread
+// that acquires the flag and then passes a barrier with its own CTA-mates.
+#pragma once
+#include <cstdint>
+
+namespace kittens::hopper {
+
+__device__ __forceinline__ void flag_release(int* flag) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(flag), "r"(1) : "memory");
+}
+
+// Spins until *flag != 0 (the flags are zeroed before the launch).
+__device__ __forceinline__ void flag_acquire_wait(const int* flag) {
+  int v = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  } while (v == 0);
+}
+
+}  // namespace kittens::hopper

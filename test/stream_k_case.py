@@ -1,0 +1,66 @@
+"""GPU check of the opt-in stream-K tail, run by test_stream_k_gpu.py in a child process with
+TK_HOPPER_STREAMK=1 (the dispatcher reads its knobs once per process).
+
+For each shape x layout x dtype: the plan must put tiles in the tail, the output is poisoned
+(NaN-filled allocator blocks) before each of two calls, both calls must give the same bits, the
+stream-K counter must move, and addmm (alpha, beta, bias) must match a float64 reference.
+Exit status 0 when every case passes; the failures are printed otherwise.
+"""
+import sys
+
+import torch
+
+import torch_tk
+from conftest import make_matrix, rel_err
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+# Several waves with a part-idle last one (tiles on 132 SMs: 153, 165, 512 -> tails of 153, 165,
+# 248), K tails, and K of 2 k tiles (one-k-tile segments).
+SHAPES = [(2049, 2055, 1000), (4097, 1100, 520), (4096, 4096, 512), (2049, 2055, 72)]
+LAYOUTS = [("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")]
+
+
+def poison(nbytes):
+    junk = [torch.full((nbytes,), 255, dtype=torch.uint8, device="cuda") for _ in range(3)]
+    torch.cuda.synchronize()
+    del junk
+
+
+def main():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    failures, cases = [], 0
+    for M, N, K in SHAPES:
+        plan = torch_tk._C.hopper_plan(M, N, K, sms, allow_stream_k=True)
+        if plan["sk_tiles"] == 0:
+            failures.append(f"{M}x{N}x{K}: no stream-K tail planned on {sms} SMs: {plan}")
+            continue
+        for dtype in (torch.bfloat16, torch.float16):
+            for lay in LAYOUTS:
+                a = make_matrix(M, K, dtype, lay[0], device="cuda")
+                b = make_matrix(K, N, dtype, lay[1], device="cuda")
+                bias = torch.randn(N, device="cuda").to(dtype)
+                outs = []
+                c0 = torch_tk.kernel_counters()["hopper_stream_k"]
+                for _ in range(2):
+                    poison(M * N * 2)
+                    outs.append(torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0))
+                    torch.cuda.synchronize()
+                moved = torch_tk.kernel_counters()["hopper_stream_k"] - c0
+                what = f"{M}x{N}x{K} {''.join(lay).upper()} {dtype}"
+                if moved != 2:
+                    failures.append(f"{what}: stream-K counter moved by {moved}")
+                if not torch.equal(outs[0].view(torch.uint8), outs[1].view(torch.uint8)):
+                    failures.append(f"{what}: two calls gave different bits")
+                ref = 2.0 * (a.double() @ b.double()) + 0.5 * bias.double()
+                err = rel_err(outs[0], ref)
+                if not err < TOL[dtype]:
+                    failures.append(f"{what}: relative error {err:.3e}")
+                cases += 1
+    print(f"stream-K: {cases} cases, {len(failures)} failures")
+    for f in failures:
+        print("  " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

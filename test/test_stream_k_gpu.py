@@ -1,0 +1,30 @@
+"""The opt-in stream-K tail (TK_HOPPER_STREAMK=1) on an H100/H200: correctness, bitwise
+repeatability and that the tail ran, checked in a child process (test/stream_k_case.py) because
+the dispatcher reads its environment knobs once per process."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tk
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _hopper():
+    try:
+        return torch.cuda.is_available() and torch_tk.hopper_available(0)
+    except Exception:  # noqa: BLE001 - no CUDA build
+        return False
+
+
+@pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
+def test_stream_k_tail_in_child_process():
+    env = dict(os.environ, TK_HOPPER_STREAMK="1", PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+    # A hang (a flag never raised) must fail the test, not the run: time-boxed.
+    r = subprocess.run([sys.executable, os.path.join(HERE, "stream_k_case.py")], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "0 failures" in r.stdout
