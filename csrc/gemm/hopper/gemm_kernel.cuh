@@ -64,7 +64,7 @@ constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
 
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
 // strides). With splits > 1 the raw fp32 sums go to partial[split * o_split + same offset] and
-// splitk_reduce_kernel applies alpha/beta/C.
+// splitk_reduce_kernel (splitk_reduce.cuh) applies alpha/beta/C.
 template <typename OutT>
 struct Epilogue {
   OutT* out;
@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
             mbar_arrive(&sched_full[slot]);
           } else {
-            mbar_wait_cluster(&sched_full[slot], parity);
+            mbar_wait<true>(&sched_full[slot], parity);
             u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
             mbar_arrive_cluster(&sched_empty[slot], 0);
           }
@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     auto next_unit = [&](int u) {
       if (!dynamic) return u + unit_stride;
       const int slot = received % L::SCHED_SLOTS, parity = (received / L::SCHED_SLOTS) & 1;
-      if (L::CLUSTER > 1 && rank != 0) mbar_wait_cluster(&sched_full[slot], parity);
+      if (L::CLUSTER > 1 && rank != 0) mbar_wait<true>(&sched_full[slot], parity);
       else mbar_wait(&sched_full[slot], parity);
       const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
       __syncwarp();
@@ -580,28 +580,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (L::CLUSTER > 1) cluster_sync();
 #endif
-}
-
-// Split-K finish: out[m, n] = alpha * sum_s partial[s, m, n] (fixed order: deterministic) + beta * C.
-// partial and out share the row-major (ld = N) original layout.
-// Launched as a programmatic dependent of the GEMM (PDL): its CTAs may start while the GEMM
-// runs, and griddepcontrol.wait returns once the GEMM grid has completed and its writes are visible.
-template <typename OutT>
-__global__ void splitk_reduce_kernel(Epilogue<OutT> ep, int M, int N, int splits) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-  const int64_t total = int64_t(M) * N;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    float v = 0.f;
-    for (int s = 0; s < splits; ++s) v += ep.partial[s * ep.o_split + i];
-    v *= ep.alpha;
-    if (ep.c != nullptr) {
-      const int64_t m = i / N, n = i - m * N;
-      v += ep.beta * to_f32(ep.c[m * ep.c_s0 + n * ep.c_s1]);
-    }
-    ep.out[i] = from_f32<OutT>(v);
-  }
 }
 
 }  // namespace tk::hopper

@@ -8,6 +8,7 @@
 #include <string>
 #include "launch.h"
 #include "gemm_kernel.cuh"
+#include "splitk_reduce.cuh"
 #include "../../kittens/hopper/gl.cuh"
 
 namespace tk::hopper {

@@ -57,27 +57,12 @@ __device__ __forceinline__ void st_shared_cluster(int* p, uint32_t rank, int v) 
 }
 
 // Remote arrival that publishes this thread's earlier cluster-scope stores (st_shared_cluster)
-// to whoever acquires the barrier's phase at cluster scope (mbar_wait_cluster). It costs a
+// to whoever acquires the barrier's phase at cluster scope (mbar_wait<true>). It costs a
 // MEMBAR.ALL.GPU, so it is used once per work unit, never per stage.
 __device__ __forceinline__ void mbar_arrive_cluster_release(uint64_t* bar, uint32_t rank) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
-// mbar_wait with cluster-scope acquire: sees the stores released by mbar_arrive_cluster_release.
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_u32(bar);
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-  } while (!done);
 }
 
 }  // namespace kittens::hopper
