@@ -287,10 +287,10 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
 // its current unit and handed to the consumers through the sched ring. In a 2-CTA cluster (units
 // counted per cluster) rank 0's producer draws the ticket and writes it into both CTAs' rings.
 // Dynamic order keeps the CTAs that share an operand panel (neighbouring units) in step however
-// the SMs' speeds drift,
-// so the panel is read from DRAM once (ncu, 8192x57344x8192: static 19 GB of DRAM reads against
-// cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so the producer fills
-// the next unit's stages while the consumers are still in the previous unit's epilogue.
+// the SMs' speeds drift, so the panel is read from DRAM once (ncu, 8192x57344x8192: static 19 GB
+// of DRAM reads against cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so
+// the producer fills the next unit's stages while the consumers are still in the previous unit's
+// epilogue.
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
@@ -326,6 +326,22 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int64_t sk_iters = int64_t(L::kStreamK ? ep.sk_tiles : 0) * k_tiles;
   const int sk_lo = dp_units + int(sk_begin(blockIdx.x, sk_iters, gridDim.x));
   const int sk_hi = dp_units + int(sk_begin(blockIdx.x + 1, sk_iters, gridDim.x));
+  // Producer and consumers walk the same units: the switch to the tail, and what a unit is.
+  auto enter_tail = [&](int& u, bool& in_sk) {
+    if constexpr (L::kStreamK) {
+      if (!in_sk && u >= dp_units) in_sk = true, u = sk_lo;
+    }
+  };
+  auto decode = [&](int u, bool in_sk, WorkUnit& w, KRange& kr, SkSegment& seg) {
+    if (L::kStreamK && in_sk) {
+      seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
+      w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
+      kr = seg.k;
+    } else {
+      w = work_unit(u, tiles_m, tiles_n, group);
+      kr = split_k_range(w.split, splits, k_tiles);
+    }
+  };
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
   if constexpr (L::CLUSTER > 1) {
     rank = int(cluster_ctarank());
@@ -361,20 +377,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       int handed = 0;  // unit ids handed to the consumers (dynamic)
       bool in_sk = false;
       int u = first_unit;
-      if constexpr (L::kStreamK) {
-        if (u >= dp_units) in_sk = true, u = sk_lo;
-      }
+      enter_tail(u, in_sk);
       while (in_sk ? u < sk_hi : u < units) {
         WorkUnit w;
         KRange kr;
-        if (L::kStreamK && in_sk) {
-          const SkSegment seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
-          w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
-          kr = seg.k;
-        } else {
-          w = work_unit(u, tiles_m, tiles_n, group);
-          kr = split_k_range(w.split, splits, k_tiles);
-        }
+        SkSegment seg;
+        decode(u, in_sk, w, kr, seg);
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
@@ -418,9 +426,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         } else {
           u += unit_stride;
         }
-        if constexpr (L::kStreamK) {
-          if (u >= dp_units) in_sk = true, u = sk_lo;
-        }
+        enter_tail(u, in_sk);
       }
     }
   } else {
@@ -478,26 +484,15 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     auto advance = [&](int u) {
       if (L::kStreamK && in_sk) return u + (seg.k.end - seg.k.begin);
       u = next_unit(u);
-      if constexpr (L::kStreamK) {
-        if (u >= dp_units) in_sk = true, u = sk_lo;
-      }
+      enter_tail(u, in_sk);
       return u;
     };
     int u0 = first_unit;
-    if constexpr (L::kStreamK) {
-      if (u0 >= dp_units) in_sk = true, u0 = sk_lo;
-    }
+    enter_tail(u0, in_sk);
     for (int u = u0; in_sk ? u < sk_hi : u < units; u = advance(u)) {
       WorkUnit w;
       KRange kr;
-      if (L::kStreamK && in_sk) {
-        seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
-        w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
-        kr = seg.k;
-      } else {
-        w = work_unit(u, tiles_m, tiles_n, group);
-        kr = split_k_range(w.split, splits, k_tiles);
-      }
+      decode(u, in_sk, w, kr, seg);
       long long xt_start = 0;
       if (xt) {
         xt_start = clock64();
