@@ -97,9 +97,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
-         int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k) {
+         int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split) {
         auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
-                                       fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k);
+                                       fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split);
         py::dict d;
         d["swap_ab"] = p.swap_ab;
         d["bn"] = p.bn;
@@ -110,11 +110,12 @@ PYBIND11_MODULE(_C, m) {
         d["grid"] = p.grid;
         d["dynamic"] = p.dynamic;
         d["sk_tiles"] = p.sk_tiles;
+        d["fused_split"] = p.fused_split;
         return d;
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
-      py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false,
+      py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",

@@ -14,6 +14,10 @@ shows up as NaN. Calls are made twice and must agree bitwise.
 from __future__ import annotations
 
 import math
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -491,6 +495,45 @@ def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
     _check_meta(out, (M, N), out_dtype)
     ref = 2.0 * ref64(a, b) + 0.5 * bias.double()
     check(out, ref, 1e-5 if out_fp32 else TOL[dtype], f"addmm {shape} {_lay(layout)} {dtype} fp32out={out_fp32}")
+
+
+@needs_hopper
+@pytest.mark.parametrize("out_fp32", [False, True], ids=["same", "fp32out"])
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(64, 4100, 4000), (300, 200, 3000), (129, 1000, 8200)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
+    """Split-K finished inside the GEMM kernel (opt-in TK_HOPPER_FUSED_SPLIT=1, plan.h
+    `fused_split`): the splits of a tile wait for each other's ready flags, then each stores a
+    slice. Swapped and unswapped plans, 4-16 splits, tails in M, N and K; two poisoned runs must
+    agree bitwise. The knob is read once per process: test_fused_split_k_in_child_process runs
+    this test under it."""
+    if os.environ.get("TK_HOPPER_FUSED_SPLIT") != "1":
+        pytest.skip("runs in a child process with TK_HOPPER_FUSED_SPLIT=1 (test_fused_split_k_in_child_process)")
+    M, N, K = shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32, fuse_split=True)
+    assert plan["splits"] > 1 and plan["fused_split"], f"shape no longer exercises fused split-K: {plan}"
+    a = make_matrix(M, K, dtype, layout[0], device=DEV)
+    b = make_matrix(K, N, dtype, layout[1], device=DEV)
+    bias = torch.randn(N, device=DEV).to(torch.float32 if out_fp32 else dtype)
+    out_dtype = torch.float32 if out_fp32 else dtype
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0,
+                                                  out_dtype=torch.float32 if out_fp32 else None), (M, N), out_dtype)
+    w.assert_hopper(2)
+    _check_meta(out, (M, N), out_dtype)
+    ref = 2.0 * ref64(a, b) + 0.5 * bias.double()
+    check(out, ref, 1e-5 if out_fp32 else TOL[dtype], f"addmm {shape} {_lay(layout)} {dtype} fp32out={out_fp32}")
+
+
+@needs_hopper
+def test_fused_split_k_in_child_process():
+    env = dict(os.environ, TK_HOPPER_FUSED_SPLIT="1")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
+                        "-k", "test_gemm_fused_split_k"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and re.search(r"\b48 passed", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
 
 
 @needs_hopper

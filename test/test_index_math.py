@@ -534,8 +534,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert p["splits"] == 1
     tiles_m = -(-rows // 128)
     assert p["cluster"] in (1, 2)
-    if p["cluster"] == 2:  # only large plain 128x256 problems share B across a 2-CTA cluster
-        assert p["bn"] == 256 and p["splits"] == 1 and not p["swap_ab"] and tiles_m >= 2 and tiles >= sms
+    if p["cluster"] == 2:  # only unsplit 128x256 problems of a wave or more, or swapped, share B
+        assert p["bn"] == 256 and p["splits"] == 1 and tiles_m >= 2 and (tiles >= sms or p["swap_ab"])
     assert p["units"] == -(-tiles_m // p["cluster"]) * (tiles // tiles_m) * p["splits"]
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
@@ -543,6 +543,12 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # dynamic schedule: more units than clusters, each long enough to hide the ticket
     assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
     assert not _C.hopper_plan(M, N, K, sms, all_widths, 2, allow_dynamic=False)["dynamic"]
+    # split-K finished inside the GEMM kernel (opt-in): every unit's CTA resident at once
+    assert not p["fused_split"]
+    f = _C.hopper_plan(M, N, K, sms, all_widths, 2, fuse_split=True)
+    assert f["fused_split"] == (f["splits"] > 1 and f["cluster"] == 1 and f["units"] <= f["grid"])
+    if f["splits"] > 1 and f["cluster"] == 1:
+        assert f["fused_split"]
     # stream-K tail: opt-in, only for unclustered, unsplit 128x256 plans, ids below 2^31
     assert p["sk_tiles"] == 0
     q = _C.hopper_plan(M, N, K, sms, all_widths, 1, allow_stream_k=True)
@@ -557,15 +563,19 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0}
+                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
+                                                     "fused_split": False}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
-                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0}
+                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
+                                                  "fused_split": False}
+    assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bn": 64, "splits": 1, "cluster": 1,
-                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0}
+                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
+                                                    "fused_split": False}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # stream-K (opt-in): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
     assert _C.hopper_plan(4096, 4096, 4096, 132, allow_stream_k=True)["sk_tiles"] == 248

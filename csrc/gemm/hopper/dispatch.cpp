@@ -113,8 +113,11 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
   // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): not measured yet.
   TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
+  // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
+  // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
+  TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
   g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
-                             group_m, split_min, fill_narrow, dynamic != 0, stream_k != 0);
+                             group_m, split_min, fill_narrow, dynamic != 0, stream_k != 0, fused_split != 0);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
@@ -124,9 +127,12 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     workspace = at::empty({g.plan.grid, 128, g.plan.bn}, a.options().dtype(at::kFloat));
     g.workspace = workspace.data_ptr<float>();
   }
-  at::Tensor unit_counter;  // the dynamic schedule's ticket counter (+ stream-K flags), zeroed on the stream
-  if (g.plan.dynamic || g.plan.sk_tiles > 0) {
-    unit_counter = at::zeros({1 + (g.plan.sk_tiles > 0 ? 2 * g.plan.grid : 0)}, a.options().dtype(at::kInt));
+  // The dynamic schedule's ticket counter, then the ready flags (2 per CTA for stream-K, 2 per unit
+  // for fused split-K), zeroed on the stream.
+  at::Tensor unit_counter;
+  if (g.plan.dynamic || g.plan.sk_tiles > 0 || g.plan.fused_split) {
+    const int64_t flags = g.plan.sk_tiles > 0 ? 2 * g.plan.grid : g.plan.fused_split ? 2 * g.plan.units : 0;
+    unit_counter = at::zeros({1 + flags}, a.options().dtype(at::kInt));
     g.unit_counter = unit_counter.data_ptr<int>();
   }
   const char* err = hopper::gemm_launch(g, stream);

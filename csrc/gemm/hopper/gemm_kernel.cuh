@@ -63,8 +63,8 @@ struct gemm_layout {
 constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
 
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
-// strides). With splits > 1 the raw fp32 sums go to partial[split * o_split + same offset] and
-// splitk_reduce_kernel (splitk_reduce.cuh) applies alpha/beta/C.
+// strides). With splits > 1 and not fused_split the raw fp32 sums go to partial[split * o_split +
+// same offset] and splitk_reduce_kernel (splitk_reduce.cuh) applies alpha/beta/C.
 template <typename OutT>
 struct Epilogue {
   OutT* out;
@@ -78,7 +78,9 @@ struct Epilogue {
   // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
   // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
   int sk_tiles = 0;
-  int* sk_flags = nullptr;
+  int* ready_flags = nullptr;
+  // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.
+  bool fused_split = false;
 };
 
 // Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
@@ -279,6 +281,60 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
   static_assert(L::STORE_ROUNDS % 2 == 0 || L::STORE_ROUNDS == 1, "buffer parity must run on across units");
   store_round_tma<L, H>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
   if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_tma<L, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+}
+
+// Fused split-K finish, by each consumer warpgroup after it stored its split's partial sums (in
+// the output's layout, like the separate reduction kernel reads them): raise this (tile, split,
+// warpgroup)'s ready flag, wait for the other splits' flags of the same 64-row strip, then finish
+// slice `split` of the strip's elements, walked with the output's contiguous index fastest
+// (coalesced): out = alpha * sum over splits in order (the same bits as splitk_reduce_kernel) +
+// beta * C. Every split of a tile waits for the others, so they must all be resident at once:
+// the plan gives one unit per CTA and at most one CTA per SM (plan.h fused_split); CTAs held up
+// by another stream's kernels only wait longer.
+template <class L>
+__device__ __forceinline__ void split_reduce_slice(const Epilogue<typename L::out_t>& ep, int tile, int tiles,
+                                                   int split, int splits, int row0, int n0, int M, int N, int cw) {
+  const int t = thread_in_warpgroup();
+  int* const flags = ep.ready_flags + int64_t(tile) * L::CONSUMERS + cw;  // split j's: + j * tiles * CONSUMERS
+  named_barrier(1 + cw, kWarpgroupThreads);  // this warpgroup's partial stores are issued
+  if (t == 0) {
+    flag_release(flags + int64_t(split) * tiles * L::CONSUMERS);
+    for (int j = 0; j < splits; ++j)
+      if (j != split) flag_acquire_wait(flags + int64_t(j) * tiles * L::CONSUMERS);
+  }
+  named_barrier(1 + cw, kWarpgroupThreads);
+  const int rows = min(64, M - row0), cols = min(L::BN, N - n0);
+  if (rows <= 0 || cols <= 0) return;
+  // Kernel rows are the output's contiguous index under swap-AB (o_s1 != 1), else kernel columns.
+  const bool rows_inner = ep.o_s1 != 1;
+  const int inner = rows_inner ? rows : cols, count = rows * cols;
+  const int e0 = count * split / splits, e1 = count * (split + 1) / splits;
+  // kChunk elements per thread at a time: all their loads are issued before any store, so a
+  // slice costs a few L2 round trips, not one per element (the stores may alias the loads).
+  constexpr int kChunk = 8;
+  for (int base = e0 + t; base < e1; base += kChunk * kWarpgroupThreads) {
+    int64_t off[kChunk];
+    float v[kChunk], c[kChunk];
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      const int e = min(base + k * kWarpgroupThreads, e1 - 1);  // clamped: a repeat, not stored
+      const int o = e / inner, i = e - o * inner;
+      const int row = row0 + (rows_inner ? i : o), col = n0 + (rows_inner ? o : i);
+      off[k] = row * ep.o_s0 + col * ep.o_s1;
+      c[k] = ep.c != nullptr ? to_f32(ep.c[row * ep.c_s0 + col * ep.c_s1]) : 0.f;
+      v[k] = 0.f;
+    }
+    for (int j = 0; j < splits; ++j) {
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) v[k] += __ldcg(ep.partial + j * ep.o_split + off[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      float x = v[k] * ep.alpha;
+      if (ep.c != nullptr) x += ep.beta * c[k];
+      if (base + k * kWarpgroupThreads < e1) ep.out[off[k]] = from_f32<typename L::out_t>(x);
+    }
+  }
 }
 
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
@@ -536,7 +592,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           const int t = thread_in_warpgroup();
           const int part = seg.slot == 1 ? int(blockIdx.x) : int(blockIdx.x) + 1;
           float* ws = ep.partial + (int64_t(part) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
-          int* flag = ep.sk_flags + part * L::CONSUMERS + cw;
+          int* flag = ep.ready_flags + part * L::CONSUMERS + cw;
           if (seg.slot == 1) {
 #pragma unroll
             for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
@@ -562,6 +618,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
       }
       store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
+      if (splits > 1 && ep.fused_split) {
+        const int tiles = units / splits;  // units are split-major (kittens::work_unit)
+        split_reduce_slice<L>(ep, u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
+      }
     }
     if (xt && xt_units > 0) {
       xt_epi += clock64() - xt_mark;

@@ -29,8 +29,9 @@ struct GemmArgs {
   GemmPlan plan;    // plan_gemm(M, N, K, SMs, out_dtype != fp32)
   float* workspace; // plan.splits * M * N floats when plan.splits > 1; with plan.sk_tiles > 0,
                     // plan.grid * 128 * plan.bn floats (the stream-K tail partials); else unused
-  int* unit_counter; // zeroed ints, when plan.dynamic or plan.sk_tiles > 0: the ticket counter,
-                     // then 2 * plan.grid stream-K ready flags (the kernel leaves them changed)
+  int* unit_counter; // zeroed ints, when plan.dynamic, plan.sk_tiles > 0 or plan.fused_split: the
+                     // ticket counter, then the ready flags: 2 per CTA (stream-K) or per unit
+                     // (fused split-K); the kernel leaves them changed
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -50,6 +50,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.dynamic && g.unit_counter == nullptr) return "the dynamic schedule needs a zeroed unit counter";
   if (p.sk_tiles > 0 && (!L::kStreamK || g.workspace == nullptr || g.unit_counter == nullptr))
     return "the stream-K tail needs its kernel, a workspace and zeroed flags";
+  if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS != 2))
+    return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
+  const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
   const int64_t N = g.N;
@@ -68,10 +71,14 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 #endif
   if constexpr (L::kStreamK) {
     ep.sk_tiles = p.sk_tiles;
-    ep.sk_flags = g.unit_counter + 1;
+    ep.ready_flags = g.unit_counter + 1;
+  }
+  if (p.fused_split) {
+    ep.fused_split = true;
+    ep.ready_flags = g.unit_counter + 1;
   }
 
-  // TMA-store epilogue: 16-bit output written in place (not transposed, not split) with a
+  // TMA-store epilogue: 16-bit output written in place (not transposed, no partials) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
   CUtensorMap tout{};
   // TK_HOPPER_STORE=copy: A/B knob, the staged copy-out instead of the TMA store for such outputs.
@@ -83,16 +90,16 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     const char* e = std::getenv("TK_HOPPER_STORE");
     return e != nullptr && std::string(e) == "copy";
   }();
-  bool tma_store = !copy_store && L::kTmaStore && !p.swap_ab && p.splits == 1 && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
+  bool tma_store = !copy_store && L::kTmaStore && !p.swap_ab && !split_out && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
   if (tma_store) {
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS;
   }
-  // Otherwise a 16-bit, untransposed, unsplit output still goes through the staging buffer and
-  // is copied out by rows (coalesced); the rest stores from registers.
-  const int store_mode = tma_store ? kStoreTma : (L::kTmaStore && !p.swap_ab && p.splits == 1) ? kStoreStaged
-                                                                                                : kStoreRegisters;
+  // Otherwise a 16-bit, untransposed output without partials still goes through the staging
+  // buffer and is copied out by rows (coalesced); the rest stores from registers.
+  const int store_mode = tma_store ? kStoreTma : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
+                                                                                             : kStoreRegisters;
 
   auto kernel = gemm_kernel<L>;
   // The shared-memory opt-in is a per-device function attribute: set once per device.
@@ -140,7 +147,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                              unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
-  if (p.splits > 1) {
+  if (split_out && !p.fused_split) {
     // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;
     red.c_s0 = g.c_s0;

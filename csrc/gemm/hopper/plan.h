@@ -31,6 +31,7 @@ struct GemmPlan {
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
+  bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
 };
 
 constexpr int kPlanBM = 128, kPlanBK = 64;
@@ -55,7 +56,7 @@ constexpr int kDynamicMinKTiles = 8;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
-                          bool allow_stream_k = false) {
+                          bool allow_stream_k = false, bool fuse_split = false) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
@@ -71,7 +72,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
   }
   const int64_t tiles_m = (rows + kPlanBM - 1) / kPlanBM;
-  p.cluster = (max_cluster >= 2 && p.bn == 256 && p.splits == 1 && !p.swap_ab && tiles_m >= 2 && tiles >= num_sms) ? 2 : 1;
+  // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
+  p.cluster = (max_cluster >= 2 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || p.swap_ab)) ? 2 : 1;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
@@ -82,6 +84,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const int sk = kittens::sk_tiles(p.units, p.grid);
     if (p.units + int64_t(sk) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = sk;
   }
+  // Split-K finished inside the GEMM (gemm_kernel.cuh split_reduce_slice): the splits of a tile
+  // wait for each other's ready flags, then each sums and stores a slice of the tile. Needs every
+  // unit's CTA resident at once (one unit per CTA; clusters may get fewer CTAs than planned),
+  // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
+  // than the separate reduction kernel as measured (benchmarks/NOTES.md).
+  p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   return p;
 }
 
