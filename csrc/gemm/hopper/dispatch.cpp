@@ -111,7 +111,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
-  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): not measured yet.
+  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): correct but slower
+  // as measured (H100, 4096^3 0.19 -> 0.24 ms: the tail loses L2 reuse; benchmarks/NOTES.md).
   TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
   // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
   // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.

@@ -1,4 +1,5 @@
-// Stream-K tail partition (host-testable; not wired into a kernel yet -- benchmarks/NOTES.md).
+// Stream-K tail partition (host-testable; used by the opt-in TK_HOPPER_STREAMK=1 kernels, which
+// measured slower than whole tiles on an H100 -- benchmarks/NOTES.md).
 //
 // Idea (Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition
 // for Dense Matrix Multiplication on the GPU", PPoPP 2023): with tiles = W * grid + r whole tiles
