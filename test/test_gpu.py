@@ -473,17 +473,10 @@ def test_shape_and_dtype_errors_on_cuda():
 # ============================================================================ determinism, streams, graphs
 
 
-@needs_hopper
-@pytest.mark.parametrize("out_fp32", [False, True], ids=["same", "fp32out"])
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(2049, 2055, 1000), (4097, 1100, 520)], ids=lambda s: "x".join(map(str, s)))
-def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
-    """Several waves of units handed out by the atomic ticket counter (plan.h `dynamic`), with
-    tails in M, N and K; the addmm terms ride along."""
+def _check_addmm_case(shape, layout, dtype, out_fp32):
+    """2 * A @ B + 0.5 * bias on fresh operands of `layout`, twice after poisoning the allocator
+    (bitwise equal), on the Hopper kernel, against the float64 reference."""
     M, N, K = shape
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)["dynamic"], "shape no longer exercises the dynamic schedule"
     a = make_matrix(M, K, dtype, layout[0], device=DEV)
     b = make_matrix(K, N, dtype, layout[1], device=DEV)
     bias = torch.randn(N, device=DEV).to(torch.float32 if out_fp32 else dtype)
@@ -495,6 +488,20 @@ def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
     _check_meta(out, (M, N), out_dtype)
     ref = 2.0 * ref64(a, b) + 0.5 * bias.double()
     check(out, ref, 1e-5 if out_fp32 else TOL[dtype], f"addmm {shape} {_lay(layout)} {dtype} fp32out={out_fp32}")
+
+
+@needs_hopper
+@pytest.mark.parametrize("out_fp32", [False, True], ids=["same", "fp32out"])
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(2049, 2055, 1000), (4097, 1100, 520)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
+    """Several waves of units handed out by the atomic ticket counter (plan.h `dynamic`), with
+    tails in M, N and K; the addmm terms ride along."""
+    M, N, K = shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)["dynamic"], "shape no longer exercises the dynamic schedule"
+    _check_addmm_case(shape, layout, dtype, out_fp32)
 
 
 @needs_hopper
@@ -515,17 +522,7 @@ def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     plan = torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32, fuse_split=True)
     assert plan["splits"] > 1 and plan["fused_split"], f"shape no longer exercises fused split-K: {plan}"
-    a = make_matrix(M, K, dtype, layout[0], device=DEV)
-    b = make_matrix(K, N, dtype, layout[1], device=DEV)
-    bias = torch.randn(N, device=DEV).to(torch.float32 if out_fp32 else dtype)
-    out_dtype = torch.float32 if out_fp32 else dtype
-    with KernelWatch() as w:
-        out = run_poisoned(lambda: torch_tk.addmm(bias, a, b, beta=0.5, alpha=2.0,
-                                                  out_dtype=torch.float32 if out_fp32 else None), (M, N), out_dtype)
-    w.assert_hopper(2)
-    _check_meta(out, (M, N), out_dtype)
-    ref = 2.0 * ref64(a, b) + 0.5 * bias.double()
-    check(out, ref, 1e-5 if out_fp32 else TOL[dtype], f"addmm {shape} {_lay(layout)} {dtype} fp32out={out_fp32}")
+    _check_addmm_case(shape, layout, dtype, out_fp32)
 
 
 @needs_hopper

@@ -1,0 +1,289 @@
+// Hopper GEMM epilogue: the Epilogue parameters and a consumer warpgroup's ways of writing its
+// 64 x BN accumulator strip out (fragment-order register stores, swizzled staging with TMA box
+// stores or a row copy-out, the fused split-K finish); used by gemm_kernel.cuh.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "../../kittens/common/fragments.h"
+#include "../../kittens/hopper/flags.cuh"
+#include "../../kittens/hopper/st.cuh"
+#include "../../kittens/hopper/tma.cuh"
+#include "../../kittens/hopper/warpgroup.cuh"
+#include "convert.cuh"
+
+namespace tk::hopper {
+using namespace kittens;
+using namespace kittens::hopper;
+
+// Epilogue store paths (the kernel's store_mode argument): fragment-order register stores (any
+// output: transposed, split-K partials, fp32), TMA box stores from the swizzled staging buffer
+// (16-bit output, 16-B aligned row pitch), or the same staging copied out by rows (16-bit output,
+// other pitches).
+constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
+
+// Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
+// strides). With splits > 1 and not fused_split the raw fp32 sums go to partial[split * o_split +
+// same offset] and splitk_reduce_kernel (splitk_reduce.cuh) applies alpha/beta/C.
+template <typename OutT>
+struct Epilogue {
+  OutT* out;
+  int64_t o_s0, o_s1;
+  const OutT* c;    // nullptr: no C term
+  int64_t c_s0, c_s1;
+  float alpha, beta;
+  float* partial;   // used when splits > 1
+  int64_t o_split;
+  int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
+  // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
+  // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
+  int sk_tiles = 0;
+  int* ready_flags = nullptr;
+  // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.
+  bool fused_split = false;
+};
+
+template <typename OutT>
+__device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
+  if constexpr (sizeof(OutT) == 4) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+  } else {
+    struct alignas(4) pair { OutT x, y; };
+    *reinterpret_cast<pair*>(p) = pair{from_f32<OutT>(v0), from_f32<OutT>(v1)};
+  }
+}
+
+// Consumer warpgroup epilogue of one work unit: acc (this warpgroup's 64 x BN strip) -> global.
+template <class L, int R>
+__device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue<typename L::out_t>& ep, int row0,
+                                           int n0, int M, int N, int split, bool partial) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  // (row * o_s0 + even col) is 2-element aligned when the columns are contiguous and o_s0 even.
+  const bool pair_ok = ep.o_s1 == 1 && (ep.o_s0 % 2) == 0;
+#pragma unroll
+  for (int r = 0; r < R; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    const int row = row0 + rc.row, col = n0 + rc.col;
+    if (row >= M || col >= N) continue;
+    const bool has1 = col + 1 < N;
+    const int64_t off = row * ep.o_s0 + col * ep.o_s1;
+    if (partial) {
+      float* o = ep.partial + split * ep.o_split + off;
+      if (has1 && pair_ok) {
+        *reinterpret_cast<float2*>(o) = make_float2(acc[r], acc[r + 1]);
+      } else {
+        o[0] = acc[r];
+        if (has1) o[ep.o_s1] = acc[r + 1];
+      }
+      continue;
+    }
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    if (ep.c != nullptr) {
+      const OutT* c = ep.c + row * ep.c_s0 + col * ep.c_s1;
+      v0 += ep.beta * to_f32(c[0]);
+      if (has1) v1 += ep.beta * to_f32(c[ep.c_s1]);
+    }
+    OutT* o = ep.out + off;
+    if (has1 && pair_ok) {
+      store_pair(o, v0, v1);
+    } else {
+      o[0] = from_f32<OutT>(v0);
+      if (has1) o[ep.o_s1] = from_f32<OutT>(v1);
+    }
+  }
+}
+
+// One epilogue round of a consumer warpgroup into its staging buffer: columns H*64 .. H*64+63
+// of its 64-row strip, alpha/beta C applied, as bf16/fp16 in an MN-major swizzled box with
+// columns as MN and rows as k (kittens::mnmajor_offset), so a warp's 4-byte writes hit 32
+// distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
+// The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
+// the tensor cores idle: ~6400 cycles per 128x256 unit measured with kXpTiming when every
+// element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
+// store) and, with C, row pointers hoisted out of the element loop.
+template <class L, int H, bool kHasC, int R>
+__device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                 uint32_t stage_base, int row0, int n0, int M, int N) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  // This thread's two fragment rows (registers with (r / 2) % 2 == 0 and == 1).
+  const int frow = row0 + wgmma_acc_coord(t, 0).row;
+  const OutT* crow[2] = {nullptr, nullptr};
+  bool row_in[2] = {false, false};
+  if constexpr (kHasC) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      row_in[i] = frow + 8 * i < M;
+      crow[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
+    }
+  }
+#pragma unroll
+  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
+    const RowCol rc = wgmma_acc_coord(t, r);
+    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+    if constexpr (kHasC) {
+      const int i = (r / 2) % 2, col = n0 + rc.col;
+      if (row_in[i] && col < N) {
+        const OutT* c = crow[i] + int64_t(col) * ep.c_s1;
+        v0 += ep.beta * to_f32(c[0]);
+        if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+      }
+    }
+    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(pack2<OutT>(v0, v1)) : "memory");
+  }
+}
+
+template <class L, int H, int R>
+__device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                            uint32_t stage_base, int row0, int n0, int M, int N) {
+  if (ep.c == nullptr) stage_round_impl<L, H, false>(acc, ep, stage_base, row0, n0, M, N);
+  else stage_round_impl<L, H, true>(acc, ep, stage_base, row0, n0, M, N);
+}
+
+// TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,
+// then one thread issues the box store, which runs on while the warpgroup goes on.
+template <class L, int H, int R>
+__device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
+                                                int M, int N, int cw) {
+  const int t = thread_in_warpgroup();
+  uint8_t* buffer = staging + (H % 2) * L::STAGING_BUFFER_BYTES;
+  const uint32_t stage_base = smem_u32(buffer);
+  // This buffer is free once the store issued from it two rounds ago has read it: all store
+  // groups but the newest (the other buffer's, issued last round) have finished reading. With one
+  // round per unit (BN = 64) only buffer 0 is used, and the last store must have read it.
+  if (t == 0) {
+    if constexpr (L::STORE_ROUNDS == 1) tma_store_wait_read<0>();
+    else tma_store_wait_read<1>();
+  }
+  named_barrier(1 + cw, kWarpgroupThreads);
+  stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
+  fence_proxy_async_smem();
+  named_barrier(1 + cw, kWarpgroupThreads);
+  if (t == 0) {
+    tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
+    tma_store_commit();
+  }
+}
+
+// Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
+// the TMA path does, then copies it out by rows with ordinary stores, consecutive threads on
+// consecutive columns: 16-B chunks (8 columns of a row, a warp covering 4 whole 128-B rows) when
+// the row pitch and base are 16-B aligned and N % 8 == 0 (`vec`), else 2-B elements (a warp
+// covering 64 contiguous bytes). The fragment-order register stores touch 8 rows x 4 bytes per
+// instruction and measured ~40% of the tile time on 8191^3 and 4097^3 (benchmarks/NOTES.md).
+// Unlike the TMA store, nothing here waits on the TMA unit, which also serves the producer's loads.
+// Buffers alternate by round; one barrier per round suffices: a thread writes buffer H % 2 in
+// round H only after the barrier of round H - 1, which every thread passes after its round H - 2
+// reads of that buffer (with one round per unit, a leading barrier covers the previous unit).
+template <class L, int H, int R>
+__device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw,
+                                                   bool vec) {
+  using OutT = typename L::out_t;
+  const int t = thread_in_warpgroup();
+  const uint32_t stage_base = smem_u32(staging + (H % 2) * L::STAGING_BUFFER_BYTES);
+  if constexpr (L::STORE_ROUNDS == 1) named_barrier(1 + cw, kWarpgroupThreads);
+  stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
+  named_barrier(1 + cw, kWarpgroupThreads);
+  const int c0 = n0 + H * L::STORE_COLS;
+  if (vec) {
+    constexpr int kChunksPerRow = L::STORE_COLS * int(sizeof(OutT)) / 16;
+#pragma unroll
+    for (int i = t; i < 64 * kChunksPerRow; i += kWarpgroupThreads) {
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * (16 / int(sizeof(OutT)));
+      if (row0 + r >= M || c0 + c >= N) continue;
+      uint32_t v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                   : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT)))
+                   : "memory");
+      *reinterpret_cast<uint4*>(ep.out + int64_t(row0 + r) * ep.o_s0 + (c0 + c)) = make_uint4(v0, v1, v2, v3);
+    }
+    return;
+  }
+  uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
+#pragma unroll 4
+  for (int i = t; i < 64 * L::STORE_COLS; i += kWarpgroupThreads) {
+    const int r = i / L::STORE_COLS, c = i % L::STORE_COLS;
+    if (row0 + r >= M || c0 + c >= N) continue;
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT))) : "memory");
+    out[int64_t(row0 + r) * ep.o_s0 + (c0 + c)] = v;
+  }
+}
+
+template <class L, int H = 0, int R>
+__device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                  uint8_t* staging, int row0, int n0, int M, int N, int cw, bool vec) {
+  store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw, vec);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw, vec);
+}
+
+// TMA-store epilogue of one consumer warpgroup's unit: STORE_ROUNDS rounds of store_round_tma.
+// Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
+template <class L, int H = 0, int R>
+__device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                               const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
+                                               int M, int N, int cw) {
+  static_assert(L::STORE_ROUNDS % 2 == 0 || L::STORE_ROUNDS == 1, "buffer parity must run on across units");
+  store_round_tma<L, H>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_tma<L, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+}
+
+// Fused split-K finish, by each consumer warpgroup after it stored its split's partial sums (in
+// the output's layout, like the separate reduction kernel reads them): raise this (tile, split,
+// warpgroup)'s ready flag, wait for the other splits' flags of the same 64-row strip, then finish
+// slice `split` of the strip's elements, walked with the output's contiguous index fastest
+// (coalesced): out = alpha * sum over splits in order (the same bits as splitk_reduce_kernel) +
+// beta * C. Every split of a tile waits for the others, so they must all be resident at once:
+// the plan gives one unit per CTA and at most one CTA per SM (plan.h fused_split); CTAs held up
+// by another stream's kernels only wait longer.
+template <class L>
+__device__ __forceinline__ void split_reduce_slice(const Epilogue<typename L::out_t>& ep, int tile, int tiles,
+                                                   int split, int splits, int row0, int n0, int M, int N, int cw) {
+  const int t = thread_in_warpgroup();
+  int* const flags = ep.ready_flags + int64_t(tile) * L::CONSUMERS + cw;  // split j's: + j * tiles * CONSUMERS
+  named_barrier(1 + cw, kWarpgroupThreads);  // this warpgroup's partial stores are issued
+  if (t == 0) {
+    flag_release(flags + int64_t(split) * tiles * L::CONSUMERS);
+    for (int j = 0; j < splits; ++j)
+      if (j != split) flag_acquire_wait(flags + int64_t(j) * tiles * L::CONSUMERS);
+  }
+  named_barrier(1 + cw, kWarpgroupThreads);
+  const int rows = min(64, M - row0), cols = min(L::BN, N - n0);
+  if (rows <= 0 || cols <= 0) return;
+  // Kernel rows are the output's contiguous index under swap-AB (o_s1 != 1), else kernel columns.
+  const bool rows_inner = ep.o_s1 != 1;
+  const int inner = rows_inner ? rows : cols, count = rows * cols;
+  const int e0 = count * split / splits, e1 = count * (split + 1) / splits;
+  // kChunk elements per thread at a time: all their loads are issued before any store, so a
+  // slice costs a few L2 round trips, not one per element (the stores may alias the loads).
+  constexpr int kChunk = 8;
+  for (int base = e0 + t; base < e1; base += kChunk * kWarpgroupThreads) {
+    int64_t off[kChunk];
+    float v[kChunk], c[kChunk];
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      const int e = min(base + k * kWarpgroupThreads, e1 - 1);  // clamped: a repeat, not stored
+      const int o = e / inner, i = e - o * inner;
+      const int row = row0 + (rows_inner ? i : o), col = n0 + (rows_inner ? o : i);
+      off[k] = row * ep.o_s0 + col * ep.o_s1;
+      c[k] = ep.c != nullptr ? to_f32(ep.c[row * ep.c_s0 + col * ep.c_s1]) : 0.f;
+      v[k] = 0.f;
+    }
+    for (int j = 0; j < splits; ++j) {
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) v[k] += __ldcg(ep.partial + j * ep.o_split + off[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      float x = v[k] * ep.alpha;
+      if (ep.c != nullptr) x += ep.beta * c[k];
+      if (base + k * kWarpgroupThreads < e1) ep.out[off[k]] = from_f32<typename L::out_t>(x);
+    }
+  }
+}
+
+}  // namespace tk::hopper
