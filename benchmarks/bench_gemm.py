@@ -188,7 +188,7 @@ def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, b
     rec["new_fallback_reasons"] = sorted(set(torch_tk.fallback_reasons()) - r0)
     try:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        rec["plan"] = torch_tk._C.hopper_plan(M, N, K, sms)
+        rec["plan"] = torch_tk._C.hopper_dispatch_plan(M, N, K, 0)  # with this process's TK_HOPPER_* knobs
         rec["skinny_plan"] = torch_tk._C.hopper_skinny_plan(M, N, K, a.stride(1) == 1, b.stride(0) == 1, sms)
     except Exception:  # noqa: BLE001 - CPU-only build
         pass
@@ -231,7 +231,10 @@ def _plan_text(r):
         return f"skinny rows{r['skinny_plan']['rows']} tn{r['skinny_plan']['tn']}"
     if "plan" not in r:
         return "-"
-    return ("swapAB " if r["plan"]["swap_ab"] else "") + f"bn{r['plan']['bn']} s{r['plan']['splits']}"
+    p = r["plan"]
+    extra = (" c2" if p["cluster"] == 2 else "") + (" sk" if p.get("sk_tiles") else "") + \
+        (" fused" if p.get("fused_split") else "")
+    return ("swapAB " if p["swap_ab"] else "") + f"bn{p['bn']} s{p['splits']}" + extra
 
 
 COLS = [

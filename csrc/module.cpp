@@ -14,11 +14,29 @@
 namespace tk {
 #ifdef TK_WITH_CUDA
 bool hopper_available(int device);
+hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32);
 #endif
 #ifdef TK_WITH_HIP
 bool cdna3_available(int device);
 #endif
 }  // namespace tk
+
+namespace {
+py::dict plan_dict(const tk::hopper::GemmPlan& p) {
+  py::dict d;
+  d["swap_ab"] = p.swap_ab;
+  d["bn"] = p.bn;
+  d["splits"] = p.splits;
+  d["cluster"] = p.cluster;
+  d["group_m"] = p.group_m;
+  d["units"] = p.units;
+  d["grid"] = p.grid;
+  d["dynamic"] = p.dynamic;
+  d["sk_tiles"] = p.sk_tiles;
+  d["fused_split"] = p.fused_split;
+  return d;
+}
+}  // namespace
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tk compiled library: tk ops (registered on import), counters, index math";
@@ -28,6 +46,15 @@ PYBIND11_MODULE(_C, m) {
 #ifdef TK_WITH_CUDA
   m.attr("has_cuda_kernels") = true;
   m.def("hopper_available", &tk::hopper_available, py::arg("device"));
+  m.def(
+      "hopper_dispatch_plan",
+      [](int M, int N, int K, int device, bool out_fp32) {
+        return plan_dict(tk::hopper_dispatch_plan(M, N, K, device, out_fp32));
+      },
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("device") = 0, py::arg("out_fp32") = false,
+      "The plan the CUDA dispatcher uses for a wgmma-kernel call on `device`: hopper_plan with this "
+      "process's TK_HOPPER_* knobs (read once) and the device's SM count. Skinny-kernel calls "
+      "(hopper_skinny_plan) are decided before it.");
 #elif defined(TK_WITH_HIP)
   m.attr("has_cuda_kernels") = true;  // ROCm torch: the CDNA3 kernel under the CUDA dispatch key
   m.def("hopper_available", [](int) { return false; }, py::arg("device"));
@@ -98,20 +125,8 @@ PYBIND11_MODULE(_C, m) {
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
          int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split) {
-        auto p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
-                                       fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split);
-        py::dict d;
-        d["swap_ab"] = p.swap_ab;
-        d["bn"] = p.bn;
-        d["splits"] = p.splits;
-        d["cluster"] = p.cluster;
-        d["group_m"] = p.group_m;
-        d["units"] = p.units;
-        d["grid"] = p.grid;
-        d["dynamic"] = p.dynamic;
-        d["sk_tiles"] = p.sk_tiles;
-        d["fused_split"] = p.fused_split;
-        return d;
+        return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
+                                               fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,

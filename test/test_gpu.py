@@ -526,6 +526,19 @@ def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
 
 
 @needs_hopper
+def test_dispatch_plan_is_the_default_plan():
+    """hopper_dispatch_plan (what the dispatcher and bench_gemm's plan column use) is hopper_plan
+    with this GPU's SM count when no TK_HOPPER_* knob is set."""
+    if any(k.startswith("TK_HOPPER_") for k in os.environ):
+        pytest.skip("a TK_HOPPER_* knob is set in this process")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N, K in [(8192, 8192, 8192), (128, 4096, 4096), (1000, 1001, 999), (64, 4100, 4000)]:
+        for out_fp32 in (False, True):
+            assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32) == \
+                torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)
+
+
+@needs_hopper
 def test_fused_split_k_in_child_process():
     env = dict(os.environ, TK_HOPPER_FUSED_SPLIT="1")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),

@@ -65,6 +65,27 @@ int env_int(const char* name, int fallback, int lo, int hi) {
 #define TK_KNOB static const
 #endif
 
+// plan_gemm (plan.h) under the environment knobs, read once (for A/B measurements; README "GPU
+// check").
+hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
+  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, and since the
+  // remote-arrive fix as fast as unclustered ones within the run-to-run spread (H100, 6 NT
+  // shapes: 0.98-1.00x torch.mm either way; benchmarks/NOTES.md), so not the default.
+  TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
+  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
+  TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
+  TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
+  TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
+  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): correct but slower
+  // as measured (H100, 4096^3 0.19 -> 0.24 ms: the tail loses L2 reuse; benchmarks/NOTES.md).
+  TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
+  // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
+  // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
+  TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
+  return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
+                           dynamic != 0, stream_k != 0, fused_split != 0);
+}
+
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
   return operand_decline_reason(a, b);
@@ -90,12 +111,6 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const Operand A = describe_operand(a, &hopper::pad_lines_launch, stream);
   const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
-  // Environment knobs, read once (for A/B measurements; README "GPU check"):
-  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, and since the
-  // remote-arrive fix as fast as unclustered ones within the run-to-run spread (H100, 6 NT
-  // shapes: 0.98-1.00x torch.mm either way; benchmarks/NOTES.md), so not the default.
-  TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
-  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
@@ -108,17 +123,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     count_call(Path::hopper_skinny);
     return true;
   }
-  TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
-  TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
-  TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
-  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): correct but slower
-  // as measured (H100, 4096^3 0.19 -> 0.24 ms: the tail loses L2 reuse; benchmarks/NOTES.md).
-  TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
-  // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
-  // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
-  TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
-  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(a.get_device()), g.out_dtype != hopper::DType::fp32, max_cluster,
-                             group_m, split_min, fill_narrow, dynamic != 0, stream_k != 0, fused_split != 0);
+  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32);
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
@@ -146,6 +151,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
 }  // namespace
 
 bool hopper_available(int device) { return is_sm90(device); }
+
+hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32) {
+  return knob_plan(M, N, K, device, out_fp32);
+}
 
 }  // namespace tk
 
