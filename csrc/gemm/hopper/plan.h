@@ -84,7 +84,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const int sk = kittens::sk_tiles(p.units, p.grid);
     if (p.units + int64_t(sk) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = sk;
   }
-  // Split-K finished inside the GEMM (gemm_kernel.cuh split_reduce_slice): the splits of a tile
+  // Split-K finished inside the GEMM (epilogue.cuh split_reduce_slice): the splits of a tile
   // wait for each other's ready flags, then each sums and stores a slice of the tile. Needs every
   // unit's CTA resident at once (one unit per CTA; clusters may get fewer CTAs than planned),
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
