@@ -234,7 +234,8 @@ def _plan_text(r):
     p = r["plan"]
     extra = (" c2" if p["cluster"] == 2 else "") + (" sk" if p.get("sk_tiles") else "") + \
         (" fused" if p.get("fused_split") else "")
-    return ("swapAB " if p["swap_ab"] else "") + f"bn{p['bn']} s{p['splits']}" + extra
+    bm = "" if p.get("bm", 128) == 128 else f"bm{p['bm']} "
+    return ("swapAB " if p["swap_ab"] else "") + bm + f"bn{p['bn']} s{p['splits']}" + extra
 
 
 COLS = [

@@ -519,8 +519,10 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     k_tiles = -(-K // 64)
     covering = 64 if cols <= 64 else 128 if cols <= 128 else 256  # the narrowest covering width
 
-    def n_tiles(bn):
-        return -(-rows // 128) * -(-cols // bn)
+    assert p["bm"] == 128  # 64-row tiles are opt-in (bm64)
+
+    def n_tiles(bn, bm=128):
+        return -(-rows // bm) * -(-cols // bn)
 
     if all_widths:
         assert p["bn"] <= covering
@@ -558,22 +560,31 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert q["units"] + q["sk_tiles"] * k_tiles < 2**31
     elif q["bn"] == 256 and q["splits"] == 1 and q["units"] + _C.sk_tiles(q["units"], q["grid"]) * k_tiles < 2**31:
         assert _C.sk_tiles(q["units"], q["grid"]) == 0
+    # 64-row tiles (opt-in): swapped 16-bit-output plans that the 128-row tiles split, when
+    # 64-row tiles at most 128 wide need no split; never clustered
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True)
+    if b["bm"] == 128:
+        assert b == p
+    else:
+        assert b["bm"] == 64 and b["swap_ab"] and all_widths and p["splits"] > 1
+        assert b["splits"] == 1 and b["bn"] <= 128 and b["cluster"] == 1 and b["sk_tiles"] == 0
+        assert b["units"] == n_tiles(b["bn"], 64) and b["grid"] == min(b["units"], sms)
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
-    assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bn": 256, "splits": 1, "cluster": 2,
+    assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
                                                      "fused_split": False}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
-    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bn": 64, "splits": 4, "cluster": 1,
+    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
                                                   "fused_split": False}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
-    assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bn": 64, "splits": 1, "cluster": 1,
+    assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
                                                     "fused_split": False}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
@@ -582,3 +593,9 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles
+    # 64-row tiles (opt-in): 128x4096x4096 -> 128 unsplit 64x64 tiles instead of 64 x 2 splits
+    b = _C.hopper_plan(128, 4096, 4096, 132, bm64=True)
+    assert (b["bm"], b["bn"], b["splits"], b["units"]) == (64, 64, 1, 128)
+    assert _C.hopper_plan(256, 8192, 8192, 132, bm64=True)["bm"] == 128  # unsplit already
+    assert _C.hopper_plan(64, 4096, 4096, 132, bm64=True)["bm"] == 128  # 64 tiles of 64x64: still split
+    assert _C.hopper_plan(256, 4096, 14336, 132, bm64=True)["bm"] == 128  # would be 64x256

@@ -1,6 +1,6 @@
 // Hopper GEMM v1: TMA -> 128-B swizzled shared ring (mbarrier full/empty) -> wgmma -> registers.
-// One producer warpgroup (a single lane issues TMA) and two consumer warpgroups, each owning a
-// 64 x BN strip of the 128 x BN output tile; fp32 accumulate; epilogue writes straight from the
+// One producer warpgroup (a single lane issues TMA) and BM / 64 consumer warpgroups, each owning
+// a 64 x BN strip of the BM x BN output tile; fp32 accumulate; epilogue writes straight from the
 // accumulator fragments with the addmm alpha/beta/C terms and bounds masks for the tails.
 #pragma once
 #include <cuda_bf16.h>
@@ -25,13 +25,16 @@ using namespace kittens::hopper;
 // CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
 // Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
 // STREAM_K_: the plan's last sk_tiles tiles run as a stream-K tail (kittens/common/stream_k.h).
-template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false>
+// BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
+template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
+          int BM_ = 128>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
-  static constexpr int BM = 128, BN = BN_, CONSUMERS = 2, CLUSTER = CLUSTER_;
+  static_assert(BM_ == 128 || (BM_ == 64 && CLUSTER_ == 1 && !STREAM_K_), "64-row tiles: unclustered, no stream-K");
+  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
@@ -44,9 +47,9 @@ struct gemm_layout {
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 2 * STAGING_BUFFER_BYTES : 0;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 8: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8.
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13.
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
-  static constexpr int STAGES = kFit < 8 ? kFit : 8;
+  static constexpr int STAGES = kFit < 16 ? kFit : 16;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
   static constexpr int SCHED_SLOTS = 4;

@@ -6,14 +6,21 @@
 namespace tk::hopper {
 
 namespace {
-template <typename T, typename OutT>
+template <typename T, typename OutT, int BM>
 const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
-    case 64: return launch_family<T, OutT, 64>(g, s);
-    case 128: return launch_family<T, OutT, 128>(g, s);
-    case 256: return launch_family<T, OutT, 256>(g, s);
+    case 64: return launch_family<T, OutT, 64, BM>(g, s);
+    case 128: return launch_family<T, OutT, 128, BM>(g, s);
+    case 256: return launch_family<T, OutT, 256, BM>(g, s);
     default: return "plan.bn must be 64, 128 or 256";
   }
+}
+
+template <typename T>
+const char* by_tile(const GemmArgs& g, void* s) {
+  if (g.plan.bm == 64) return by_width<T, T, 64>(g, s);
+  if (g.plan.bm == 128) return by_width<T, T, 128>(g, s);
+  return "plan.bm must be 64 or 128";
 }
 }  // namespace
 
@@ -21,14 +28,14 @@ const char* gemm_launch(const GemmArgs& g, void* s) {
   if (g.M < 1 || g.N < 1 || g.K < 1) return "M, N and K must be >= 1";
   if (g.plan.splits < 1 || g.plan.grid < 1) return "invalid plan";
   if (g.out_dtype == DType::fp32) {
-    if (g.plan.bn != 128) return "fp32-output kernels are built for bn = 128 only";
-    if (g.in_dtype == DType::bf16) return launch_family<__nv_bfloat16, float, 128>(g, s);
-    if (g.in_dtype == DType::fp16) return launch_family<__half, float, 128>(g, s);
+    if (g.plan.bn != 128 || g.plan.bm != 128) return "fp32-output kernels are built for 128 x 128 tiles only";
+    if (g.in_dtype == DType::bf16) return launch_family<__nv_bfloat16, float, 128, 128>(g, s);
+    if (g.in_dtype == DType::fp16) return launch_family<__half, float, 128, 128>(g, s);
     return "unsupported input dtype";
   }
   if (g.out_dtype != g.in_dtype) return "unsupported output dtype";
-  if (g.in_dtype == DType::bf16) return by_width<__nv_bfloat16, __nv_bfloat16>(g, s);
-  if (g.in_dtype == DType::fp16) return by_width<__half, __half>(g, s);
+  if (g.in_dtype == DType::bf16) return by_tile<__nv_bfloat16>(g, s);
+  if (g.in_dtype == DType::fp16) return by_tile<__half>(g, s);
   return "unsupported input dtype";
 }
 

@@ -1,7 +1,7 @@
 // Per-shape kernel choice for the Hopper GEMM (host only, no CUDA types; exported to Python as
 // torch_tk._C.hopper_plan so the heuristic is tested and documented in one place).
 //
-// The kernel computes a 128 x BN output tile per work unit; units are (tile, K split) pairs walked
+// The kernel computes a BM x BN output tile per work unit (BM = 128, or 64 below); units are (tile, K split) pairs walked
 // by a persistent grid of min(units, SMs) CTAs. Choices, measured on an H100/H200 (see
 // benchmarks/NOTES.md):
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
@@ -12,6 +12,11 @@
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
+//  - bm = 64 (one consumer warpgroup, deeper ring; opt-in, TK_HOPPER_BM64=1): swapped skinny
+//    problems whose 128-row tiles need split-K but whose 64-row tiles (at most 128 wide) fill
+//    the SMs unsplit, e.g. 128x4096x4096 -> 128 tiles of 64x64 (cuBLAS's choice there) instead
+//    of 64 tiles of 128x64 x 2 splits. H100 (NOTES.md): 29.0 -> 27.2 us; a 64 x 256 tile (one
+//    warpgroup) measured up to 24% slower than 128-row tiles, hence the width bound.
 //  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
 //    units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
 #pragma once
@@ -23,6 +28,7 @@ namespace tk::hopper {
 
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
+  int bm;        // 128 (two consumer warpgroups) or 64 (one)
   int bn;        // 64, 128 or 256
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
@@ -34,10 +40,10 @@ struct GemmPlan {
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
 };
 
-constexpr int kPlanBM = 128, kPlanBK = 64;
+constexpr int kPlanBK = 64;
 
-inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
-  return ((rows + kPlanBM - 1) / kPlanBM) * ((cols + bn - 1) / bn);
+inline int64_t plan_tiles(int64_t rows, int64_t cols, int bm, int bn) {
+  return ((rows + bm - 1) / bm) * ((cols + bn - 1) / bn);
 }
 
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
@@ -53,34 +59,51 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bn) {
 constexpr int kFillNarrowMaxKTiles = 128;
 // Dynamic schedule only when a unit's mainloop hides the ticket's atomic round trip (~1 us).
 constexpr int kDynamicMinKTiles = 8;
+// bm64: 64-row tiles for swapped problems whose 128-row tiles need K splits, when 64-row tiles
+// of at most 128 columns need none.
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
-                          bool allow_stream_k = false, bool fuse_split = false) {
+                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = false) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
   const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
-  p.bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
-  if (!all_widths) p.bn = 128;
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
-  if (all_widths && k_tiles <= fill_narrow_max_k_tiles)
-    while (p.bn > 64 && plan_tiles(rows, cols, p.bn) < num_sms && plan_tiles(rows, cols, p.bn / 2) <= num_sms) p.bn /= 2;
-  const int64_t tiles = plan_tiles(rows, cols, p.bn);
-  p.splits = 1;
-  if (tiles < num_sms) {
-    p.splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
+  // Tile width and K splits for row tiles of height bm.
+  auto shape = [&](int bm, int& bn, int& splits) {
+    bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
+    if (!all_widths) bn = 128;
+    if (all_widths && k_tiles <= fill_narrow_max_k_tiles)
+      while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, bn / 2) <= num_sms)
+        bn /= 2;
+    const int64_t tiles = plan_tiles(rows, cols, bm, bn);
+    splits = 1;
+    if (tiles < num_sms)
+      splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
+  };
+  p.bm = 128;
+  shape(128, p.bn, p.splits);
+  if (bm64 && p.swap_ab && all_widths && p.splits > 1) {
+    int bn64 = 0, splits64 = 0;
+    shape(64, bn64, splits64);
+    if (splits64 == 1 && bn64 <= 128) {
+      p.bm = 64;
+      p.bn = bn64;
+      p.splits = 1;
+    }
   }
-  const int64_t tiles_m = (rows + kPlanBM - 1) / kPlanBM;
+  const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
+  const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
-  p.cluster = (max_cluster >= 2 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || p.swap_ab)) ? 2 : 1;
+  p.cluster = (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || p.swap_ab)) ? 2 : 1;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
   p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
   // Stream-K tail (opt-in, 128 x 256 unclustered unsplit kernels only); unit ids encode tail
   // iterations past the whole-tile units, so they must stay below 2^31.
-  if (allow_stream_k && p.cluster == 1 && p.splits == 1 && p.bn == 256) {
+  if (allow_stream_k && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {
     const int sk = kittens::sk_tiles(p.units, p.grid);
     if (p.units + int64_t(sk) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = sk;
   }
