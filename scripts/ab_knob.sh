@@ -12,7 +12,7 @@ S=${AB_SHAPES:?AB_SHAPES: comma list MxNxK}
 for r in $(seq "${AB_ROUNDS:-3}"); do
   for v in ${AB_SETTINGS:?AB_SETTINGS: space list of VAR=value}; do
     e=(); [ "$v" != - ] && e=("$v")
-    log="$OUT/ab_${v//[^A-Za-z0-9_=]/_}_$r.log"
+    log="$OUT/ab_${v//[^A-Za-z0-9_]/_}_$r.log"
     env "${e[@]}" timeout 120 python3 benchmarks/bench_gemm.py --shapes "$S" --layouts "${AB_LAYOUTS:-NT}" \
       --rounds 2 --rep-ms 40 > "$log" 2>&1
     echo "r$r $v: $(grep -E '^custom' "$log" | awk '{printf "%s ", $8}')"
@@ -24,7 +24,7 @@ import glob, re, statistics, sys
 out, settings = sys.argv[1], sys.argv[2:]
 rows = {}
 for v in settings:
-    for f in glob.glob(f"{out}/ab_{re.sub(r'[^A-Za-z0-9_=]', '_', v)}_*.log"):
+    for f in glob.glob(f"{out}/ab_{re.sub(r'[^A-Za-z0-9_]', '_', v)}_*.log"):
         for line in open(f):
             p = line.split()
             if p and p[0] == "custom":

@@ -4,6 +4,8 @@
 # Usage on an H100/H200 after a build:
 #   bash scripts/ncu_profile.sh ["MxNxK:LAYOUT ..."]    (default: three large-suite shapes)
 # Writes $OUT/ncu.txt (or /tmp/tk_ncu/ncu.txt) and prints the key lines of each kernel.
+# NCU_BRIEF=1: a few traffic metrics only (time, DRAM bytes, L2 sectors read by the SMs, L2/DRAM
+# throughput, tensor pipe), one short block per kernel; much faster than the sections.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_ncu}
@@ -12,11 +14,17 @@ SHAPES=${1:-"8192x8192x8192:NT 8192x57344x8192:NN 8192x4096x4096:NT"}
 : > "$OUT/ncu.txt"
 for s in $SHAPES; do
   echo "######## $s" >> "$OUT/ncu.txt"
+  if [ -n "${NCU_BRIEF:-}" ]; then
+    timeout 200 ncu --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,launch__grid_size \
+      python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
+    echo "== $s (rc=$?)"
+    continue
+  fi
   timeout 200 ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
     --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
     python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
   echo "== $s (rc=$?)"
 done
-grep -E "^  [a-z_]|####|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
+grep -E "^  [a-z_]|####|gpu__time|dram__|lts__|launch__grid|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
   "$OUT/ncu.txt" | grep -v "^==PROF==" | head -n 150
