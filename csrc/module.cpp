@@ -133,7 +133,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
       py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
-      py::arg("bm64") = false,
+      py::arg("bm64") = true,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",

@@ -8,7 +8,9 @@ tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x400
 clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
 stream-K tail, cross-CTA partials and flags);
 9x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
-mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA). fp32 output always uses 128x128
+mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA); 150x2100x1000 -> 64x64 tiles in
+2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
+set, 40x8200x520 -> swapped 64x64 tiles. fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
@@ -19,9 +21,10 @@ import torch_tk
 
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
-    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001))
+    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000))
     if not small:
-        shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64))
+        shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
+                   (40, 8200, 520))
     if not torch_tk.hopper_available():
         print("sanitize_case: no Hopper kernel here; nothing to check")
         return 0

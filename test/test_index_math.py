@@ -512,14 +512,17 @@ def test_stream_k_tail_examples():
 @given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
-    p = _C.hopper_plan(M, N, K, sms, all_widths, 2)
+    def base(*args, **kw):  # the 128-row planner (the 64-row rules are checked last)
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **kw)
+
+    p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
     k_tiles = -(-K // 64)
     covering = 64 if cols <= 64 else 128 if cols <= 128 else 256  # the narrowest covering width
 
-    assert p["bm"] == 128  # 64-row tiles are opt-in (bm64)
+    assert p["bm"] == 128
 
     def n_tiles(bn, bm=128):
         return -(-rows // bm) * -(-cols // bn)
@@ -541,32 +544,39 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["units"] == -(-tiles_m // p["cluster"]) * (tiles // tiles_m) * p["splits"]
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
-    assert _C.hopper_plan(M, N, K, sms, all_widths, 1)["cluster"] == 1
+    assert base(1)["cluster"] == 1
     # dynamic schedule: more units than clusters, each long enough to hide the ticket
     assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
-    assert not _C.hopper_plan(M, N, K, sms, all_widths, 2, allow_dynamic=False)["dynamic"]
+    assert not base(2, allow_dynamic=False)["dynamic"]
     # split-K finished inside the GEMM kernel (opt-in): every unit's CTA resident at once
     assert not p["fused_split"]
-    f = _C.hopper_plan(M, N, K, sms, all_widths, 2, fuse_split=True)
+    f = base(2, fuse_split=True)
     assert f["fused_split"] == (f["splits"] > 1 and f["cluster"] == 1 and f["units"] <= f["grid"])
     if f["splits"] > 1 and f["cluster"] == 1:
         assert f["fused_split"]
     # stream-K tail: opt-in, only for unclustered, unsplit 128x256 plans, ids below 2^31
     assert p["sk_tiles"] == 0
-    q = _C.hopper_plan(M, N, K, sms, all_widths, 1, allow_stream_k=True)
+    q = base(1, allow_stream_k=True)
     if q["sk_tiles"]:
         assert q["bn"] == 256 and q["splits"] == 1 and q["cluster"] == 1
         assert q["sk_tiles"] == _C.sk_tiles(q["units"], q["grid"])
         assert q["units"] + q["sk_tiles"] * k_tiles < 2**31
     elif q["bn"] == 256 and q["splits"] == 1 and q["units"] + _C.sk_tiles(q["units"], q["grid"]) * k_tiles < 2**31:
         assert _C.sk_tiles(q["units"], q["grid"]) == 0
-    # 64-row tiles (opt-in): swapped 16-bit-output plans that the 128-row tiles split, when
-    # 64-row tiles at most 128 wide need no split; never clustered
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True)
+    # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
+    # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
+    # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True)
     if b["bm"] == 128:
         assert b == p
+    elif not b["swap_ab"]:
+        assert p["swap_ab"] and 64 < M <= 256 and all_widths and k_tiles <= 128
+        t64 = -(-M // 64) * -(-N // b["bn"])
+        assert b["cluster"] == 2 and b["splits"] == 1 and b["bn"] <= 128 and 2 * t64 >= sms
+        assert b["units"] == -(-M // 128) * -(-N // b["bn"]) and b["grid"] == 2 * min(b["units"], sms // 2)
     else:
-        assert b["bm"] == 64 and b["swap_ab"] and all_widths and p["splits"] > 1
+        assert p["swap_ab"] and all_widths and p["splits"] > 1
         assert b["splits"] == 1 and b["bn"] <= 128 and b["cluster"] == 1 and b["sk_tiles"] == 0
         assert b["units"] == n_tiles(b["bn"], 64) and b["grid"] == min(b["units"], sms)
 
@@ -578,7 +588,7 @@ def test_hopper_plan_examples():
                                                      "fused_split": False}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
-    assert _C.hopper_plan(1, 4096, 4096, 132) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
+    assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
                                                   "fused_split": False}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True)["fused_split"] is True  # opt-in
@@ -593,9 +603,13 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles
-    # 64-row tiles (opt-in): 128x4096x4096 -> 128 unsplit 64x64 tiles instead of 64 x 2 splits
-    b = _C.hopper_plan(128, 4096, 4096, 132, bm64=True)
-    assert (b["bm"], b["bn"], b["splits"], b["units"]) == (64, 64, 1, 128)
-    assert _C.hopper_plan(256, 8192, 8192, 132, bm64=True)["bm"] == 128  # unsplit already
-    assert _C.hopper_plan(64, 4096, 4096, 132, bm64=True)["bm"] == 128  # 64 tiles of 64x64: still split
-    assert _C.hopper_plan(256, 4096, 14336, 132, bm64=True)["bm"] == 128  # would be 64x256
+    # 64-row tiles: 128x4096x4096 -> 128 unsplit 64x64 tiles in 64 CTA pairs sharing the weight
+    # tile, instead of 64 swapped 128x64 tiles x 2 K splits
+    b = _C.hopper_plan(128, 4096, 4096, 132)
+    assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"], b["units"]) == (False, 64, 64, 1, 2, 64)
+    b = _C.hopper_plan(64, 8192, 8192, 132)  # swapped 64x64 tiles: 128, unsplit (128-row: 64 x 2 splits)
+    assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"]) == (True, 64, 64, 1, 1)
+    assert _C.hopper_plan(256, 8192, 8192, 132)["bm"] == 128  # 64-row tiles would be 64x256
+    assert _C.hopper_plan(64, 4096, 4096, 132)["bm"] == 128  # 64 tiles of 64x64: still split
+    assert _C.hopper_plan(256, 4096, 14336, 132)["bm"] == 128  # K past the narrowing bound
+    assert _C.hopper_plan(128, 4096, 4096, 132, bm64=False)["bm"] == 128

@@ -82,8 +82,8 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
   // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
   TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
-  // TK_HOPPER_BM64=1: 64-row tiles for skinny swapped plans instead of split-K (plan.h).
-  TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 0, 0, 1);
+  // TK_HOPPER_BM64=0: no 64-row tiles for skinny problems (plan.h; on by default).
+  TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 1, 0, 0);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0);
 }

@@ -33,7 +33,7 @@ struct gemm_layout {
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
-  static_assert(BM_ == 128 || (BM_ == 64 && CLUSTER_ == 1 && !STREAM_K_), "64-row tiles: unclustered, no stream-K");
+  static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
   static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;

@@ -176,7 +176,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BM == 64) {
-    if (g.plan.cluster != 1 || g.plan.sk_tiles > 0) return "64-row tiles run unclustered, without a stream-K tail";
+    if (g.plan.sk_tiles > 0) return "64-row tiles run without a stream-K tail";
+    if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 64>>(g, op, s);
+    if (g.plan.cluster != 1) return "no such clustered kernel";
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else {
     if constexpr (BN == 256) {

@@ -12,11 +12,11 @@
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
-//  - bm = 64 (one consumer warpgroup, deeper ring; opt-in, TK_HOPPER_BM64=1): swapped skinny
-//    problems whose 128-row tiles need split-K but whose 64-row tiles (at most 128 wide) fill
-//    the SMs unsplit, e.g. 128x4096x4096 -> 128 tiles of 64x64 (cuBLAS's choice there) instead
-//    of 64 tiles of 128x64 x 2 splits. H100 (NOTES.md): 29.0 -> 27.2 us; a 64 x 256 tile (one
-//    warpgroup) measured up to 24% slower than 128-row tiles, hence the width bound.
+//  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
+//    65..256 tokens unswapped, CTA pairs sharing the weight tile, e.g. 128x4096x4096 -> 128 tiles
+//    of 64x64 (cuBLAS's tile there) instead of 64 tiles of 128x64 x 2 K splits: H100 28.7 ->
+//    24.9 us; or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us). A 64 x 256
+//    tile (one warpgroup) measured 2-24% slower than 128-row tiles, hence the width bound.
 //  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
 //    units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
 #pragma once
@@ -59,22 +59,22 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bm, int bn) {
 constexpr int kFillNarrowMaxKTiles = 128;
 // Dynamic schedule only when a unit's mainloop hides the ticket's atomic round trip (~1 us).
 constexpr int kDynamicMinKTiles = 8;
-// bm64: 64-row tiles for swapped problems whose 128-row tiles need K splits, when 64-row tiles
-// of at most 128 columns need none.
+// bm64 (default on; TK_HOPPER_BM64=0 turns it off): the two 64-row tile rules below.
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
-                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = false) {
+                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
-  const int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
+  int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
+  const bool narrow = all_widths && k_tiles <= fill_narrow_max_k_tiles;
   // Tile width and K splits for row tiles of height bm.
   auto shape = [&](int bm, int& bn, int& splits) {
     bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
     if (!all_widths) bn = 128;
-    if (all_widths && k_tiles <= fill_narrow_max_k_tiles)
+    if (narrow)
       while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, bn / 2) <= num_sms)
         bn /= 2;
     const int64_t tiles = plan_tiles(rows, cols, bm, bn);
@@ -84,19 +84,34 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   };
   p.bm = 128;
   shape(128, p.bn, p.splits);
+  // 64-row rule 1: 65..256 tokens (K within the narrowing bound) stay unswapped in 64-row tiles
+  // of at most 128 columns, CTA pairs multicasting the weight tile, when that fills at least half
+  // of the SMs unsplit (cuBLAS's 64x64 2x1-cluster kernel on 128x4096x4096).
+  bool pair_rows = false;
+  if (bm64 && p.swap_ab && M > 64 && narrow) {
+    int bn = 256;
+    while (bn > 64 && plan_tiles(M, N, 64, bn) < num_sms && plan_tiles(M, N, 64, bn / 2) <= num_sms) bn /= 2;
+    if (bn <= 128 && 2 * plan_tiles(M, N, 64, bn) >= num_sms) {
+      p.swap_ab = false;
+      rows = M, cols = N;
+      p.bm = 64, p.bn = bn, p.splits = 1;
+      pair_rows = true;
+    }
+  }
+  // 64-row rule 2: other swapped problems whose 128-row tiles need K splits, when 64-row tiles
+  // of at most 128 columns need none.
   if (bm64 && p.swap_ab && all_widths && p.splits > 1) {
     int bn64 = 0, splits64 = 0;
     shape(64, bn64, splits64);
-    if (splits64 == 1 && bn64 <= 128) {
-      p.bm = 64;
-      p.bn = bn64;
-      p.splits = 1;
-    }
+    if (splits64 == 1 && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
-  p.cluster = (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || p.swap_ab)) ? 2 : 1;
+  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
+                            (tiles >= num_sms || p.swap_ab))
+                  ? 2
+                  : 1;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));

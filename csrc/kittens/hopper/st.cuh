@@ -18,7 +18,10 @@ struct st_operand {
   // TMA box: K-major = one {kK, MN / Parts} box; MN-major = boxes of {64 mn, kK}.
   static constexpr int kBoxInner = kSwizzleBytes / ElemBytes;
   static constexpr int kBoxOuter = MnMajor ? kK : MN / Parts;
-  static_assert(MnMajor ? (MN / kBoxInner) % Parts == 0 : MN % (8 * Parts) == 0, "slices must be whole boxes");
+  // MN-major tiles of fewer 64-wide chunks than parts (64 x k with Parts = 2) are loaded whole by
+  // part 0 and multicast; the other parts load nothing.
+  static_assert(MnMajor ? ((MN / kBoxInner) % Parts == 0 || MN / kBoxInner < Parts) : MN % (8 * Parts) == 0,
+                "slices must be whole boxes");
   static_assert(MN % kBoxInner == 0 && MN <= 256, "operand tile rows must be a multiple of 64, at most 256");
 
   // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned).
@@ -40,9 +43,12 @@ struct st_operand {
       tma_load_2d_multicast(static_cast<char*>(dst) + part * rows * kSwizzleBytes, map, bar, k0, mn0 + part * rows,
                             mask);
     } else {
-      constexpr int chunks = MN / kBoxInner / Parts;
+      constexpr int total = MN / kBoxInner;
+      constexpr int chunks = total < Parts ? total : total / Parts;
+      if (total < Parts && part != 0) return;
+      const int first = total < Parts ? 0 : part * chunks;
 #pragma unroll
-      for (int c = part * chunks; c < (part + 1) * chunks; ++c)
+      for (int c = first; c < first + chunks; ++c)
         tma_load_2d_multicast(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0,
                               mask);
     }
