@@ -528,12 +528,14 @@ def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(150, 2100, 1000), (200, 4100, 1000), (40, 8200, 520), (100, 8200, 8300)],
+@pytest.mark.parametrize("shape", [(150, 2100, 1000), (200, 4100, 1000), (128, 4096, 1000), (40, 8200, 520),
+                                   (100, 8200, 8300)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bm64(shape, layout, dtype):
     """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped CTA pairs multicasting the
-    weight tile (64x64 with an odd number of row tiles, so one pair's second CTA is past M; 64x128)
-    and swapped unsplit plans (64x64, 64x128), tails in M, N and K, addmm terms."""
+    weight tile (64x64 with an odd number of row tiles, so one pair's second CTA is past M; 64x128;
+    a 16-B output pitch: the TMA-store epilogue) and swapped unsplit plans (64x64, 64x128), tails
+    in M, N and K, addmm terms."""
     if os.environ.get("TK_HOPPER_BM64") == "0":
         pytest.skip("TK_HOPPER_BM64=0 turns 64-row tiles off")
     M, N, K = shape
