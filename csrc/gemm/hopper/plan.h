@@ -46,6 +46,13 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bm, int bn) {
   return ((rows + bm - 1) / bm) * ((cols + bn - 1) / bn);
 }
 
+// Halves the tile width bn (down to 64) while the tiles stay fewer than SMs and the halved
+// width's still fit one wave.
+inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms) {
+  while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, bn / 2) <= num_sms) bn /= 2;
+  return bn;
+}
+
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
 // group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
 // max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
@@ -74,9 +81,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   auto shape = [&](int bm, int& bn, int& splits) {
     bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
     if (!all_widths) bn = 128;
-    if (narrow)
-      while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, bn / 2) <= num_sms)
-        bn /= 2;
+    if (narrow) bn = narrow_width(rows, cols, bm, bn, num_sms);
     const int64_t tiles = plan_tiles(rows, cols, bm, bn);
     splits = 1;
     if (tiles < num_sms)
@@ -89,8 +94,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // of the SMs unsplit (cuBLAS's 64x64 2x1-cluster kernel on 128x4096x4096).
   bool pair_rows = false;
   if (bm64 && p.swap_ab && M > 64 && narrow) {
-    int bn = 256;
-    while (bn > 64 && plan_tiles(M, N, 64, bn) < num_sms && plan_tiles(M, N, 64, bn / 2) <= num_sms) bn /= 2;
+    const int bn = narrow_width(M, N, 64, 256, num_sms);
     if (bn <= 128 && 2 * plan_tiles(M, N, 64, bn) >= num_sms) {
       p.swap_ab = false;
       rows = M, cols = N;
