@@ -10,7 +10,8 @@ stream-K tail, cross-CTA partials and flags);
 9x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA); 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
-set, 40x8200x520 -> swapped 64x64 tiles. fp32 output always uses 128x128
+set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
+transposed TMA-store epilogue (16-bit output). fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
@@ -21,7 +22,8 @@ import torch_tk
 
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
-    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000))
+    shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
+              (60, 1032, 100))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520))

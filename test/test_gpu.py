@@ -545,6 +545,21 @@ def test_gemm_bm64(shape, layout, dtype):
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(200, 8200, 520), (250, 12000, 256)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_swap_ab_tma_store(shape, layout, dtype):
+    """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the
+    transposed TMA-store epilogue (epilogue.cuh kStoreTmaTransposed: each 64x64 staging box holds
+    one 128-B line per token): 128x128 and 128x256 tiles, a token tail (M not a multiple of 64),
+    a weight tail (N not a multiple of 64), addmm terms, 4 layouts."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
+    assert plan["swap_ab"] and plan["splits"] == 1 and N % 8 == 0, f"shape no longer takes this path: {plan}"
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
 def test_dispatch_plan_is_the_default_plan():
     """hopper_dispatch_plan (what the dispatcher and bench_gemm's plan column use) is hopper_plan
     with this GPU's SM count when no TK_HOPPER_* knob is set."""

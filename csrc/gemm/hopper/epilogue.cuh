@@ -17,9 +17,10 @@ using namespace kittens::hopper;
 
 // Epilogue store paths (the kernel's store_mode argument): fragment-order register stores (any
 // output: transposed, split-K partials, fp32), TMA box stores from the swizzled staging buffer
-// (16-bit output, 16-B aligned row pitch), or the same staging copied out by rows (16-bit output,
-// other pitches).
-constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2;
+// (16-bit output, 16-B aligned row pitch), the same staging copied out by rows (16-bit output,
+// other pitches), or TMA box stores of the transposed tile (swap-AB, 16-bit, 16-B aligned pitch:
+// kernel rows are the output's contiguous index).
+constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2, kStoreTmaTransposed = 3;
 
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
 // strides). With splits > 1 and not fused_split the raw fp32 sums go to partial[split * o_split +
@@ -96,12 +97,14 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
 // One epilogue round of a consumer warpgroup into its staging buffer: columns H*64 .. H*64+63
 // of its 64-row strip, alpha/beta C applied, as bf16/fp16 in an MN-major swizzled box with
 // columns as MN and rows as k (kittens::mnmajor_offset), so a warp's 4-byte writes hit 32
-// distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
+// distinct banks. kT (swap-AB): the box is transposed, one 128-B swizzled line per column with
+// the 64 rows contiguous (kittens::kmajor_offset(col, row)), written as 2-byte halves: a warp's
+// store covers 4 columns x 8 rows = 4 16-B chunks, which the swizzle puts in distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
 // The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
 // the tensor cores idle: ~6400 cycles per 128x256 unit measured with kXpTiming when every
 // element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
 // store) and, with C, row pointers hoisted out of the element loop.
-template <class L, int H, bool kHasC, int R>
+template <class L, int H, bool kHasC, bool kT, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {
   using OutT = typename L::out_t;
@@ -129,21 +132,29 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
         if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
       }
     }
-    const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(pack2<OutT>(v0, v1)) : "memory");
+    if constexpr (kT) {
+      const uint32_t p = pack2<OutT>(v0, v1);
+      const uint32_t col = rc.col - H * L::STORE_COLS;  // even: columns col and col + 1 are two lines
+      const uint32_t off0 = kmajor_offset(col, rc.row, sizeof(OutT)), off1 = kmajor_offset(col + 1, rc.row, sizeof(OutT));
+      asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + off0), "h"(uint16_t(p)) : "memory");
+      asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + off1), "h"(uint16_t(p >> 16)) : "memory");
+    } else {
+      const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(pack2<OutT>(v0, v1)) : "memory");
+    }
   }
 }
 
-template <class L, int H, int R>
+template <class L, int H, bool kT = false, int R>
 __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                             uint32_t stage_base, int row0, int n0, int M, int N) {
-  if (ep.c == nullptr) stage_round_impl<L, H, false>(acc, ep, stage_base, row0, n0, M, N);
-  else stage_round_impl<L, H, true>(acc, ep, stage_base, row0, n0, M, N);
+  if (ep.c == nullptr) stage_round_impl<L, H, false, kT>(acc, ep, stage_base, row0, n0, M, N);
+  else stage_round_impl<L, H, true, kT>(acc, ep, stage_base, row0, n0, M, N);
 }
 
 // TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,
 // then one thread issues the box store, which runs on while the warpgroup goes on.
-template <class L, int H, int R>
+template <class L, int H, bool kT, int R>
 __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                 const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                 int M, int N, int cw) {
@@ -158,11 +169,14 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
     else tma_store_wait_read<1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);
-  stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
+  stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N);
   fence_proxy_async_smem();
   named_barrier(1 + cw, kWarpgroupThreads);
   if (t == 0) {
-    tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
+    // The output's tensor map is {inner: contiguous index, outer: the other}: kernel (col, row)
+    // unswapped, (row, col) when kT.
+    if constexpr (kT) tma_store_2d(tm_out, buffer, row0, n0 + H * L::STORE_COLS);
+    else tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
     tma_store_commit();
   }
 }
@@ -223,13 +237,15 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
 
 // TMA-store epilogue of one consumer warpgroup's unit: STORE_ROUNDS rounds of store_round_tma.
 // Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
-template <class L, int H = 0, int R>
+// kT: the transposed box (swap-AB, store_mode kStoreTmaTransposed).
+template <class L, bool kT, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                int M, int N, int cw) {
   static_assert(L::STORE_ROUNDS % 2 == 0 || L::STORE_ROUNDS == 1, "buffer parity must run on across units");
-  store_round_tma<L, H>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
-  if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_tma<L, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  store_round_tma<L, H, kT>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  if constexpr (H + 1 < L::STORE_ROUNDS)
+    store_unit_tma<L, kT, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
 }
 
 // Fused split-K finish, by each consumer warpgroup after it stored its split's partial sums (in

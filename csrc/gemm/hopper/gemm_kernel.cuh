@@ -68,6 +68,25 @@ constexpr int kXpNoStore = 1, kXpNoLoad = 2;
 // kXpTiming: consumer 0 of every 33rd CTA prints its clock64 totals (mainloop, of which waiting
 // on full stages; the final wgmma drain; the epilogue up to the next unit's start).
 constexpr int kXpTiming = 8;
+// kXpTrace: in CTAs 0, 1 and the last two, the producer and consumer 0 record the SM clock when
+// each of the first unit's k tiles is issued (empty slot won) and arrives (full wait passed),
+// and print them with the CTA's globaltimer start (pipeline dynamics; experiment build only).
+constexpr int kXpTrace = 16, kTraceLen = 72;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ inline void print_trace(const char* role, const unsigned* tr, int n, unsigned long long g0, long long c0) {
+  const long long c1 = clock64();
+  const unsigned long long g1 = global_ns();  // with clock64 since the start: the SM clock rate
+  printf("tk-trace %s block %d sm-start-ns %llu n %d ns %llu cycles %lld\n", role, int(blockIdx.x), g0, n, g1 - g0,
+         c1 - c0);
+  for (int i = 0; i < n; i += 8)  // the last line may print unset entries past n (cut by the reader)
+    printf("tk-trace %s block %d k %d: %u %u %u %u %u %u %u %u\n", role, int(blockIdx.x), i, tr[i], tr[i + 1], tr[i + 2],
+           tr[i + 3], tr[i + 4], tr[i + 5], tr[i + 6], tr[i + 7]);
+}
 
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
 // (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket
@@ -90,6 +109,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #else
   constexpr int xp = 0;
 #endif
+  const bool trace_cta = (xp & kXpTrace) && (blockIdx.x < 2 || blockIdx.x + 2 >= gridDim.x);
+  const unsigned long long trace_g0 = trace_cta ? global_ns() : 0;
+  const long long trace_c0 = trace_cta ? clock64() : 0;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
@@ -161,6 +183,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
+      unsigned tr[kTraceLen + 8];
+      int tn = 0;
       uint32_t it = 0;  // k iterations issued by this CTA, across units
       int handed = 0;  // unit ids handed to the consumers (dynamic)
       bool in_sk = false;
@@ -175,6 +199,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
+          if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
           if (xp & kXpNoLoad) {
             mbar_arrive(&full[s]);
             continue;
@@ -216,6 +241,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
         enter_tail(u, in_sk);
       }
+      if (trace_cta) print_trace("producer", tr, tn, trace_g0, trace_c0);
     }
   } else {
     // ---- consumers ----
@@ -249,6 +275,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const bool xt = (xp & kXpTiming) && cw == 0 && thread_in_warpgroup() == 0 && blockIdx.x % 33 == 0;
     long long xt_main = 0, xt_wait = 0, xt_drain = 0, xt_epi = 0, xt_mark = 0;
     int xt_units = 0;
+    const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0;
+    unsigned tr[kTraceLen + 8];
+    int tn = 0;
     int received = 0;  // unit ids taken from the sched ring (dynamic)
     // The next unit: static stride, or the id rank 0's producer handed over (every thread reads
     // it, then one arrival per warp on rank 0's ring frees the slot).
@@ -293,6 +322,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         long long xt_w = xt ? clock64() : 0;
         mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (xt) xt_wait += clock64() - xt_w;
+        if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         // Descriptors of stage s: stage 0's plus the stage offset (st_operand::kDescKStep).
         const uint32_t stage_step = uint32_t(s) * (L::STAGE_BYTES >> 4);
         wgmma_fence();
@@ -341,7 +371,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::kTmaStore) {
         uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
         if (store_mode == kStoreTma) {
-          store_unit_tma<L>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
+          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
+          continue;
+        }
+        if (store_mode == kStoreTmaTransposed) {
+          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
           continue;
         }
         if (store_mode == kStoreStaged) {
@@ -355,13 +389,18 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         split_reduce_slice<L>(ep, u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
       }
     }
+    if (tc) {
+      if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
+      print_trace("consumer", tr, tn, trace_g0, trace_c0);
+    }
     if (xt && xt_units > 0) {
       xt_epi += clock64() - xt_mark;
       printf("tk-timing block %d: %d units, per unit: main %lld (full-wait %lld) drain %lld epilogue %lld cycles\n",
              int(blockIdx.x), xt_units, xt_main / xt_units, xt_wait / xt_units, xt_drain / xt_units, xt_epi / xt_units);
     }
     if constexpr (L::kTmaStore) {
-      if (store_mode == kStoreTma && thread_in_warpgroup() == 0) tma_store_wait<0>();  // global writes done before exit
+      if ((store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && thread_in_warpgroup() == 0)
+        tma_store_wait<0>();  // global writes done before exit
     }
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.

@@ -82,7 +82,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TMA-store epilogue: 16-bit output written in place (not transposed, no partials) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
   CUtensorMap tout{};
-  // TK_HOPPER_STORE=copy: A/B knob, the staged copy-out instead of the TMA store for such outputs.
+  // TK_HOPPER_STORE=copy: A/B knob, no TMA store: the staged copy-out for such outputs (register
+  // stores under swap-AB).
 #ifdef TK_EXPERIMENTS
   const bool copy_store = [] {  // re-read per call (in-process A/B)
 #else
@@ -91,7 +92,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     const char* e = std::getenv("TK_HOPPER_STORE");
     return e != nullptr && std::string(e) == "copy";
   }();
-  bool tma_store = !copy_store && L::kTmaStore && !p.swap_ab && !split_out && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
+  // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
+  // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
+  // experiment and pipeline_trace.py).
+  bool tma_store = !copy_store && L::kTmaStore && !split_out && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
   if (tma_store) {
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
@@ -99,8 +103,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   // Otherwise a 16-bit, untransposed output without partials still goes through the staging
   // buffer and is copied out by rows (coalesced); the rest stores from registers.
-  const int store_mode = tma_store ? kStoreTma : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
-                                                                                             : kStoreRegisters;
+  const int store_mode = tma_store ? (p.swap_ab ? kStoreTmaTransposed : kStoreTma)
+                         : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
+                                                                      : kStoreRegisters;
 
   auto kernel = gemm_kernel<L>;
   // The shared-memory opt-in is a per-device function attribute: set once per device.

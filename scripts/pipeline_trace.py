@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Pipeline trace of one Hopper GEMM call (needs a TK_EXPERIMENTS=1 build; kXpTrace in gemm_kernel.cuh).
+
+    python3 scripts/pipeline_trace.py MxNxK[:LAYOUT] [...]
+
+For CTAs 0, 1 and the last two, the kernel prints the SM clock (cycles since the CTA started)
+at which the producer won each k tile's empty slot (= issued its TMA loads) and at which
+consumer 0 saw the tile full. This script runs the call in a child process with
+TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
+tile's load latency, the median issue->full latency, the median interval between full tiles,
+and the end (after the epilogue), all in cycles.
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+
+def child(spec):
+    import torch
+
+    import torch_tk
+
+    shape, _, lay = spec.partition(":")
+    lay = lay or "NT"
+    M, N, K = (int(x) for x in shape.split("x"))
+    a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
+    b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    for _ in range(3):  # warm: descriptors, attributes, L2 state like a benchmark loop
+        torch_tk.gemm(a, b)
+    torch.cuda.synchronize()
+    # Re-read per call in an experiment build; TK_TRACE_EXTRA adds other kXp bits (e.g. 32).
+    os.environ["TK_HOPPER_EXPERIMENT"] = str(16 | int(os.environ.get("TK_TRACE_EXTRA", "0")))
+    torch_tk.gemm(a, b)
+    torch.cuda.synchronize()
+    print("plan", torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False))
+
+
+def summarize(text):
+    rows = {}
+    starts = {}
+    counts = {}
+    ghz = []
+    for line in text.splitlines():
+        m = re.match(r"tk-trace (\w+) block (\d+) sm-start-ns (\d+) n (\d+) ns (\d+) cycles (\d+)", line)
+        if m:
+            ghz.append(int(m.group(6)) / max(1, int(m.group(5))))
+            starts[int(m.group(2))] = int(m.group(3))
+            counts[(m.group(1), int(m.group(2)))] = int(m.group(4))
+            continue
+        m = re.match(r"tk-trace (\w+) block (\d+) k (\d+): (.*)", line)
+        if m:
+            key = (m.group(1), int(m.group(2)))
+            rows.setdefault(key, {})[int(m.group(3))] = [int(v) for v in m.group(4).split()]
+    if not starts:
+        print("no trace lines (is this a TK_EXPERIMENTS=1 build?)")
+        return
+    g0 = min(starts.values())
+    print(f"SM clock over the traced CTAs: {min(ghz):.2f}-{max(ghz):.2f} GHz")
+    print(f"{'block':>5} {'start ns':>8} {'1st full':>8} {'lat med':>8} {'full gap med':>12} {'last full':>9} {'end':>7}")
+    for blk in sorted(starts):
+        prod = [v for k in sorted(rows.get(("producer", blk), {})) for v in rows[("producer", blk)][k]]
+        cons = [v for k in sorted(rows.get(("consumer", blk), {})) for v in rows[("consumer", blk)][k]]
+        prod = prod[: counts.get(("producer", blk), 0)] or [0]
+        cons = cons[: counts.get(("consumer", blk), 0)] or [0]
+        n = min(len(prod), len(cons) - 1)
+        lat = [cons[i] - prod[i] for i in range(n)] or [0]
+        gaps = [cons[i + 1] - cons[i] for i in range(len(cons) - 2)] or [0]
+        print(f"{blk:>5} {starts[blk] - g0:>8} {cons[0]:>8} {statistics.median(lat):>8.0f} "
+              f"{statistics.median(gaps):>12.0f} {cons[-2] if len(cons) > 1 else 0:>9} {cons[-1]:>7}")
+        print(f"      issue: {prod[:16]} ...")
+        print(f"      full : {cons[:16]} ...")
+
+
+def main(argv):
+    if len(argv) > 1 and argv[1] == "--child":
+        child(argv[2])
+        return 0
+    for spec in argv[1:] or ["128x4096x4096:NT"]:
+        r = subprocess.run([sys.executable, __file__, "--child", spec], capture_output=True, text=True)
+        print(f"==== {spec} (rc {r.returncode})")
+        if r.returncode:
+            print(r.stderr[-2000:])
+        print("\n".join(line for line in r.stdout.splitlines() if line.startswith("plan")))
+        summarize(r.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
