@@ -57,13 +57,6 @@ struct gemm_layout {
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-  // Accumulator sets: the k16 step kk of every k tile accumulates into set kk % ACC_SETS, summed
-  // after the mainloop. A warpgroup's wgmmas run in issue order and one that adds to the
-  // accumulator of the one before waits for it, so with one set the mainloop is a chain of
-  // dependent wgmmas: H100 (scripts/pipeline_trace.py, loads removed) ~620 cycles per k tile of
-  // 64x64 tiles (4 x m64n64k16, 128 cycles of tensor work) and ~800 for 128x128 (512). Sets
-  // cost registers: 4 x 32 at BN 64, 2 x 64 at BN 128; a 256-wide tile has room for one.
-  static constexpr int ACC_SETS = BN_ == 64 ? 4 : BN_ == 128 ? 2 : 1;
   static_assert(STAGES >= 4, "pipeline too shallow");
 };
 
@@ -257,8 +250,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const bool warp_leader = (threadIdx.x % 32) == 0;
     constexpr bool kBf16 = std::is_same_v<typename L::in_t, __nv_bfloat16>;
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
-    float accs[L::ACC_SETS][L::BN / 2];
-    float (&acc)[L::BN / 2] = accs[0];  // the sum of the sets after the mainloop
+    float acc[L::BN / 2];
     uint32_t it = 0;  // k iterations consumed, across units (unsigned: cheap % and /)
     // Stage 0's wgmma descriptors; the mainloop adds constant offsets (no carry: asserted).
     static_assert(L::SMEM_BYTES < (1 << 18), "shared addresses must fit the 14-bit descriptor field (>> 4)");
@@ -324,10 +316,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (xt_units++ > 0) xt_epi += xt_start - xt_mark;
       }
 #pragma unroll
-      for (int j = 0; j < L::ACC_SETS; ++j) {
-#pragma unroll
-        for (int i = 0; i < L::BN / 2; ++i) accs[j][i] = 0.f;
-      }
+      for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
       for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
         const int s = it % L::STAGES;
         long long xt_w = xt ? clock64() : 0;
@@ -339,24 +328,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < L::BK / 16; ++kk)
-          mma::mma(accs[kk % L::ACC_SETS], pack_desc(a_lo + stage_step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+          mma::mma(acc, pack_desc(a_lo + stage_step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
                    pack_desc(b_lo + stage_step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
         wgmma_commit();
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
-#pragma unroll
-        for (int j = 0; j < L::ACC_SETS; ++j) fence_regs(accs[j]);
+        fence_regs(acc);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       const long long xt_d = xt ? clock64() : 0;
       wgmma_wait<0>();
-#pragma unroll
-      for (int j = 0; j < L::ACC_SETS; ++j) fence_regs(accs[j]);
-#pragma unroll
-      for (int j = 1; j < L::ACC_SETS; ++j) {
-#pragma unroll
-        for (int i = 0; i < L::BN / 2; ++i) acc[i] += accs[j][i];
-      }
+      fence_regs(acc);
       if (xt) {
         xt_mark = clock64();
         xt_main += xt_d - xt_start;
