@@ -3,7 +3,7 @@
 
     python3 scripts/pipeline_trace.py MxNxK[:LAYOUT] [...]
 
-For CTAs 0, 1 and the last two, the kernel prints the SM clock (cycles since the CTA started)
+For CTAs 0, 1 and the last two, the kernel records the SM clock (cycles since the CTA started)
 at which the producer won each k tile's empty slot (= issued its TMA loads) and at which
 consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first

@@ -5,8 +5,8 @@
 //   chain : every wgmma on one accumulator, commit + wait<1> per k tile (the GEMM mainloop);
 //   sets  : the 4 wgmmas of a k tile on 4 (N 64) / 2 (N 128) accumulators, same waits;
 //   nowait: one accumulator, commit per k tile, wait<0> only at the end.
-// Why: the GEMM's 64x64-tile mainloop takes ~620 cycles per k tile with its loads removed
-// (scripts/pipeline_trace.py, benchmarks/NOTES.md) where the tensor pipe needs 128.
+// Why: a printf-instrumented GEMM build (its printf made ptxas serialize every wgmma) timed the
+// 64x64 mainloop at ~620 cycles per k tile; this shows the tensor pipe's own rate (128).
 // Build and run on an H100/H200 (bash benchmarks/micro/run_wgmma_rate.sh); prints one line per
 // configuration: cycles per k tile per warpgroup (median over the SMs) and per wgmma, and the
 // tensor pipe's busy fraction = ideal / measured, with ideal = warpgroups x 4 x N / 2 cycles per

@@ -84,8 +84,10 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
   // TK_HOPPER_BM64=0: no 64-row tiles for skinny problems (plan.h; on by default).
   TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 1, 0, 0);
+  // TK_HOPPER_BM64_BN=64|128: the width of rule 1's 64-row tiles, fill test off (A/B only).
+  TK_KNOB int bm64_bn = env_int("TK_HOPPER_BM64_BN", 0, 64, 128);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
-                           dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0);
+                           dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0);
 }
 
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {

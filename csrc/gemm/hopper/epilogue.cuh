@@ -35,6 +35,7 @@ struct Epilogue {
   float* partial;   // used when splits > 1
   int64_t o_split;
   int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
+  void* trace = nullptr;  // kXpTrace: TraceRecord[kTraceRecords] (gemm_kernel.cuh), experiment build
   // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
   // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
   int sk_tiles = 0;
@@ -101,7 +102,8 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
 // the 64 rows contiguous (kittens::kmajor_offset(col, row)), written as 2-byte halves: a warp's
 // store covers 4 columns x 8 rows = 4 16-B chunks, which the swizzle puts in distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
 // The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
-// the tensor cores idle: ~6400 cycles per 128x256 unit measured with kXpTiming when every
+// the tensor cores idle: ~6400 cycles per 128x256 unit measured (in a build whose printf made
+// ptxas serialize the wgmmas, so the mainloop share was overstated) when every
 // element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
 // store) and, with C, row pointers hoisted out of the element loop.
 template <class L, int H, bool kHasC, bool kT, int R>

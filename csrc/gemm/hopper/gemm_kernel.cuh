@@ -65,27 +65,43 @@ struct gemm_layout {
 // the TMA loads (stages arrive holding stale data), to time what the rest costs. (Skipping the
 // wgmma conditionally made ptxas insert warpgroup.arrive around it, slowing every variant.)
 constexpr int kXpNoStore = 1, kXpNoLoad = 2;
-// kXpTiming: consumer 0 of every 33rd CTA prints its clock64 totals (mainloop, of which waiting
-// on full stages; the final wgmma drain; the epilogue up to the next unit's start).
-constexpr int kXpTiming = 8;
+// kXpBare (with kXpNoLoad): no full/empty barrier traffic at all, the consumers issue their
+// wgmmas back to back over the ring: the mainloop's wgmma rate inside this kernel, to hold
+// against benchmarks/micro/mainloop_rate.cu (one unit per CTA only: the ring is not re-synced).
+constexpr int kXpBare = 32;
 // kXpTrace: in CTAs 0, 1 and the last two, the producer and consumer 0 record the SM clock when
 // each of the first unit's k tiles is issued (empty slot won) and arrives (full wait passed),
-// and print them with the CTA's globaltimer start (pipeline dynamics; experiment build only).
-constexpr int kXpTrace = 16, kTraceLen = 72;
+// into ep.trace (TraceRecord[8], printed by the host: launch_impl.cuh). No printf here: any
+// call in the kernel makes ptxas serialize every wgmma of it (C7510, "wgmma pipeline crossing
+// function boundary"), which is how an earlier printf-based trace measured a serialized
+// mainloop (64x64 tile: ~520 cycles per k tile instead of ~130).
+constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
+struct TraceRecord {
+  unsigned long long start_ns, ns;  // globaltimer at the CTA's start; ns and cycles until the end
+  long long cycles;
+  int block, n;
+  unsigned t[kTraceLen];  // clock64 - start, per k tile
+};
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
   return t;
 }
-__device__ inline void print_trace(const char* role, const unsigned* tr, int n, unsigned long long g0, long long c0) {
-  const long long c1 = clock64();
-  const unsigned long long g1 = global_ns();  // with clock64 since the start: the SM clock rate
-  printf("tk-trace %s block %d sm-start-ns %llu n %d ns %llu cycles %lld\n", role, int(blockIdx.x), g0, n, g1 - g0,
-         c1 - c0);
-  for (int i = 0; i < n; i += 8)  // the last line may print unset entries past n (cut by the reader)
-    printf("tk-trace %s block %d k %d: %u %u %u %u %u %u %u %u\n", role, int(blockIdx.x), i, tr[i], tr[i + 1], tr[i + 2],
-           tr[i + 3], tr[i + 4], tr[i + 5], tr[i + 6], tr[i + 7]);
+// Record of role 0 (producer) / 1 (consumer) of this CTA, or nullptr if it is not traced.
+__device__ __forceinline__ TraceRecord* trace_record(void* trace, int role) {
+  const int b = int(blockIdx.x), g = int(gridDim.x);
+  const int slot = b < 2 ? b : b + 2 >= g ? 2 + (b - (g - 2)) : -1;
+  return trace != nullptr && slot >= 0 ? static_cast<TraceRecord*>(trace) + role * 4 + slot : nullptr;
+}
+__device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, int n, unsigned long long g0,
+                                            long long c0) {
+  r->cycles = clock64() - c0;
+  r->ns = global_ns() - g0;  // with the cycles: the SM clock rate
+  r->start_ns = g0;
+  r->block = int(blockIdx.x);
+  r->n = n;
+  for (int i = 0; i < n; ++i) r->t[i] = tr[i];
 }
 
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
@@ -109,7 +125,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #else
   constexpr int xp = 0;
 #endif
-  const bool trace_cta = (xp & kXpTrace) && (blockIdx.x < 2 || blockIdx.x + 2 >= gridDim.x);
+#ifdef TK_EXPERIMENTS
+  void* const trace_buf = (xp & kXpTrace) ? ep.trace : nullptr;
+#else
+  void* const trace_buf = nullptr;
+#endif
+  const bool trace_cta = trace_record(trace_buf, 0) != nullptr;
   const unsigned long long trace_g0 = trace_cta ? global_ns() : 0;
   const long long trace_c0 = trace_cta ? clock64() : 0;
   extern __shared__ uint8_t smem_raw[];
@@ -198,6 +219,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
         for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
           const int s = it % L::STAGES;
+          if (xp & kXpBare) continue;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
           if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
           if (xp & kXpNoLoad) {
@@ -241,7 +263,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
         enter_tail(u, in_sk);
       }
-      if (trace_cta) print_trace("producer", tr, tn, trace_g0, trace_c0);
+      if (trace_cta) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
     }
   } else {
     // ---- consumers ----
@@ -265,16 +287,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                           reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
     // A stage is free once every consumer warp of every CTA that received it has read it.
     auto release = [&](int stage) {
-      if (!warp_leader) return;
+      if (!warp_leader || (xp & kXpBare)) return;
       mbar_arrive(&empty[stage]);
       if constexpr (L::CLUSTER > 1) {
 #pragma unroll
         for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
       }
     };
-    const bool xt = (xp & kXpTiming) && cw == 0 && thread_in_warpgroup() == 0 && blockIdx.x % 33 == 0;
-    long long xt_main = 0, xt_wait = 0, xt_drain = 0, xt_epi = 0, xt_mark = 0;
-    int xt_units = 0;
     const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0;
     unsigned tr[kTraceLen + 8];
     int tn = 0;
@@ -310,18 +329,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       WorkUnit w;
       KRange kr;
       decode(u, in_sk, w, kr, seg);
-      long long xt_start = 0;
-      if (xt) {
-        xt_start = clock64();
-        if (xt_units++ > 0) xt_epi += xt_start - xt_mark;
-      }
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
       for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
         const int s = it % L::STAGES;
-        long long xt_w = xt ? clock64() : 0;
-        mbar_wait(&full[s], (it / L::STAGES) & 1);
-        if (xt) xt_wait += clock64() - xt_w;
+        if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         // Descriptors of stage s: stage 0's plus the stage offset (st_operand::kDescKStep).
         const uint32_t stage_step = uint32_t(s) * (L::STAGE_BYTES >> 4);
@@ -336,14 +348,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         fence_regs(acc);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
-      const long long xt_d = xt ? clock64() : 0;
       wgmma_wait<0>();
       fence_regs(acc);
-      if (xt) {
-        xt_mark = clock64();
-        xt_main += xt_d - xt_start;
-        xt_drain += xt_mark - xt_d;
-      }
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
@@ -391,12 +397,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     if (tc) {
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
-      print_trace("consumer", tr, tn, trace_g0, trace_c0);
-    }
-    if (xt && xt_units > 0) {
-      xt_epi += clock64() - xt_mark;
-      printf("tk-timing block %d: %d units, per unit: main %lld (full-wait %lld) drain %lld epilogue %lld cycles\n",
-             int(blockIdx.x), xt_units, xt_main / xt_units, xt_wait / xt_units, xt_drain / xt_units, xt_epi / xt_units);
+      write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
     if constexpr (L::kTmaStore) {
       if ((store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && thread_in_warpgroup() == 0)

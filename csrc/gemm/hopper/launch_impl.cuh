@@ -20,6 +20,29 @@ template <> constexpr CUtensorMapDataType tma_dtype<__nv_bfloat16>() { return CU
 template <> constexpr CUtensorMapDataType tma_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
 template <> constexpr CUtensorMapDataType tma_dtype<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
 
+#ifdef TK_EXPERIMENTS
+// kXpTrace: waits for the kernel and prints its trace records in the lines
+// scripts/pipeline_trace.py reads ("tk-trace ROLE block B ..."); records never written stay zero.
+inline void print_trace_records(const TraceRecord* dev_records, cudaStream_t stream) {
+  TraceRecord r[kTraceRecords];
+  if (cudaMemcpyAsync(r, dev_records, sizeof(r), cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+      cudaStreamSynchronize(stream) != cudaSuccess)
+    return;
+  for (int i = 0; i < kTraceRecords; ++i) {
+    if (r[i].cycles == 0) continue;
+    const char* role = i < 4 ? "producer" : "consumer";
+    std::printf("tk-trace %s block %d sm-start-ns %llu n %d ns %llu cycles %lld\n", role, r[i].block, r[i].start_ns,
+                r[i].n, r[i].ns, r[i].cycles);
+    for (int k = 0; k < r[i].n; k += 8) {
+      std::printf("tk-trace %s block %d k %d:", role, r[i].block, k);
+      for (int j = k; j < k + 8 && j < r[i].n; ++j) std::printf(" %u", r[i].t[j]);
+      std::printf("\n");
+    }
+  }
+  std::fflush(stdout);
+}
+#endif
+
 // X (rows x K) and Y (K x cols) of the kernel, in the caller's memory.
 struct KernelOperands {
   const void* x;
@@ -69,6 +92,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                     int64_t(g.M) * N};
 #ifdef TK_EXPERIMENTS
   if (const char* xp = std::getenv("TK_HOPPER_EXPERIMENT")) ep.experiment = std::atoi(xp);  // read per call
+  static TraceRecord* trace_buf = nullptr;  // one device's, experiment build only
+  if ((ep.experiment & kXpTrace) && (trace_buf != nullptr ||
+                                     cudaMalloc(&trace_buf, sizeof(TraceRecord) * kTraceRecords) == cudaSuccess)) {
+    cudaMemsetAsync(trace_buf, 0, sizeof(TraceRecord) * kTraceRecords, stream);
+    ep.trace = trace_buf;
+  }
 #endif
   if constexpr (L::kStreamK) {
     ep.sk_tiles = p.sk_tiles;
@@ -153,6 +182,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                              unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
+#ifdef TK_EXPERIMENTS
+  if (ep.trace != nullptr) print_trace_records(static_cast<const TraceRecord*>(ep.trace), stream);
+#endif
   if (split_out && !p.fused_split) {
     // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;

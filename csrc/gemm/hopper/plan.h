@@ -70,7 +70,8 @@ constexpr int kDynamicMinKTiles = 8;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
-                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true) {
+                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
+                          int bm64_bn = 0) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
@@ -93,9 +94,10 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // of at most 128 columns, CTA pairs multicasting the weight tile, when that fills at least half
   // of the SMs unsplit (cuBLAS's 64x64 2x1-cluster kernel on 128x4096x4096).
   bool pair_rows = false;
+  // bm64_bn (64 or 128; an A/B knob, TK_HOPPER_BM64_BN) forces the width and drops the fill test.
   if (bm64 && p.swap_ab && M > 64 && narrow) {
-    const int bn = narrow_width(M, N, 64, 256, num_sms);
-    if (bn <= 128 && 2 * plan_tiles(M, N, 64, bn) >= num_sms) {
+    const int bn = bm64_bn > 0 ? bm64_bn : narrow_width(M, N, 64, 256, num_sms);
+    if (bn <= 128 && (bm64_bn > 0 || 2 * plan_tiles(M, N, 64, bn) >= num_sms)) {
       p.swap_ab = false;
       rows = M, cols = N;
       p.bm = 64, p.bn = bn, p.splits = 1;
