@@ -8,7 +8,9 @@ at which the producer won each k tile's empty slot (= issued its TMA loads) and 
 consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
 tile's load latency, the median issue->full latency, the median interval between full tiles,
-and the end (after the epilogue), all in cycles.
+and the end (after the epilogue), all in cycles. TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
+32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, decode end and mainloop
+end instead of k tiles: decode, mainloop and epilogue cycles per unit).
 """
 import os
 import re
@@ -37,7 +39,7 @@ def child(spec):
     print("plan", torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False))
 
 
-def summarize(text):
+def summarize(text, units=False):
     rows = {}
     starts = {}
     counts = {}
@@ -71,6 +73,13 @@ def summarize(text):
               f"{statistics.median(gaps):>12.0f} {cons[-2] if len(cons) > 1 else 0:>9} {cons[-1]:>7}")
         print(f"      issue: {prod[:16]} ...")
         print(f"      full : {cons[:16]} ...")
+        if units:  # cons = [start_0, decoded_0, end_0, start_1, ..., after the last epilogue]
+            t = cons[: len(cons) - 1]
+            dec = [t[i + 1] - t[i] for i in range(0, len(t) - 2, 3)] or [0]
+            main = [t[i + 2] - t[i + 1] for i in range(0, len(t) - 2, 3)] or [0]
+            epi = [(t[i + 3] if i + 3 < len(t) else cons[-1]) - t[i + 2] for i in range(0, len(t) - 2, 3)] or [0]
+            print(f"      units {len(main)}: decode {statistics.median(dec):.0f}, mainloop {statistics.median(main):.0f}, "
+                  f"epilogue + next unit id {statistics.median(epi):.0f} cycles (medians); epilogues {epi[:8]}")
 
 
 def main(argv):
@@ -83,7 +92,7 @@ def main(argv):
         if r.returncode:
             print(r.stderr[-2000:])
         print("\n".join(line for line in r.stdout.splitlines() if line.startswith("plan")))
-        summarize(r.stdout)
+        summarize(r.stdout, units=bool(int(os.environ.get("TK_TRACE_EXTRA", "0")) & 64))
     return 0
 
 

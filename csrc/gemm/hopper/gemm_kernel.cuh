@@ -76,6 +76,9 @@ constexpr int kXpBare = 32;
 // function boundary"), which is how an earlier printf-based trace measured a serialized
 // mainloop (64x64 tile: ~520 cycles per k tile instead of ~130).
 constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
+// kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the end of its decode
+// and the end of its mainloop (the last wgmma complete) instead of k tiles.
+constexpr int kXpTraceUnits = 64;
 struct TraceRecord {
   unsigned long long start_ns, ns;  // globaltimer at the CTA's start; ns and cycles until the end
   long long cycles;
@@ -169,8 +172,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
       kr = seg.k;
     } else {
-      w = work_unit(u, tiles_m, tiles_n, group);
-      kr = split_k_range(w.split, splits, k_tiles);
+      if (splits == 1) {  // no division for the split (the unsplit plans' common case)
+        w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
+        kr = KRange{0, k_tiles};
+      } else {
+        w = work_unit(u, tiles_m, tiles_n, group);
+        kr = split_k_range(w.split, splits, k_tiles);
+      }
     }
   };
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
@@ -294,7 +302,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
       }
     };
-    const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0;
+    const bool tc_units = trace_cta && cw == 0 && thread_in_warpgroup() == 0 && (xp & kXpTraceUnits);
+    const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0 && !(xp & kXpTraceUnits);
     unsigned tr[kTraceLen + 8];
     int tn = 0;
     int received = 0;  // unit ids taken from the sched ring (dynamic)
@@ -328,7 +337,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     for (int u = u0; in_sk ? u < sk_hi : u < units; u = advance(u)) {
       WorkUnit w;
       KRange kr;
+      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       decode(u, in_sk, w, kr, seg);
+      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
       for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
@@ -350,6 +361,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
       wgmma_wait<0>();
       fence_regs(acc);
+      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       release((it - 1) % L::STAGES);
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
@@ -395,7 +407,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         split_reduce_slice<L>(ep, u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
       }
     }
-    if (tc) {
+    if (tc || tc_units) {
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
       write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
