@@ -9,8 +9,9 @@ consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
 tile's load latency, the median issue->full latency, the median interval between full tiles,
 and the end (after the epilogue), all in cycles. TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
-32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, decode end and mainloop
-end instead of k tiles: decode, mainloop and epilogue cycles per unit).
+32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
+(the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
+epilogue cycles per unit).
 """
 import os
 import re
@@ -73,13 +74,14 @@ def summarize(text, units=False):
               f"{statistics.median(gaps):>12.0f} {cons[-2] if len(cons) > 1 else 0:>9} {cons[-1]:>7}")
         print(f"      issue: {prod[:16]} ...")
         print(f"      full : {cons[:16]} ...")
-        if units:  # cons = [start_0, decoded_0, end_0, start_1, ..., after the last epilogue]
+        if units:  # cons = [start_0, issued_0, done_0, start_1, ..., after the last epilogue]
             t = cons[: len(cons) - 1]
-            dec = [t[i + 1] - t[i] for i in range(0, len(t) - 2, 3)] or [0]
-            main = [t[i + 2] - t[i + 1] for i in range(0, len(t) - 2, 3)] or [0]
+            main = [t[i + 2] - t[i] for i in range(0, len(t) - 2, 3)] or [0]
+            drain = [t[i + 2] - t[i + 1] for i in range(0, len(t) - 2, 3)] or [0]
             epi = [(t[i + 3] if i + 3 < len(t) else cons[-1]) - t[i + 2] for i in range(0, len(t) - 2, 3)] or [0]
-            print(f"      units {len(main)}: decode {statistics.median(dec):.0f}, mainloop {statistics.median(main):.0f}, "
-                  f"epilogue + next unit id {statistics.median(epi):.0f} cycles (medians); epilogues {epi[:8]}")
+            print(f"      units {len(main)}: mainloop {statistics.median(main):.0f} (of which the last group's drain "
+                  f"after the next unit's decode {statistics.median(drain):.0f}), epilogue + next unit start "
+                  f"{statistics.median(epi):.0f} cycles (medians); epilogues {epi[:8]}")
 
 
 def main(argv):

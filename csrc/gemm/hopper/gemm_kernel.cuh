@@ -76,8 +76,8 @@ constexpr int kXpBare = 32;
 // function boundary"), which is how an earlier printf-based trace measured a serialized
 // mainloop (64x64 tile: ~520 cycles per k tile instead of ~130).
 constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
-// kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the end of its decode
-// and the end of its mainloop (the last wgmma complete) instead of k tiles.
+// kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the point where its k
+// tiles are issued and the next unit is decoded, and its last wgmma's completion.
 constexpr int kXpTraceUnits = 64;
 struct TraceRecord {
   unsigned long long start_ns, ns;  // globaltimer at the CTA's start; ns and cycles until the end
@@ -332,13 +332,19 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       enter_tail(u, in_sk);
       return u;
     };
-    int u0 = first_unit;
-    enter_tail(u0, in_sk);
-    for (int u = u0; in_sk ? u < sk_hi : u < units; u = advance(u)) {
-      WorkUnit w;
-      KRange kr;
-      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      decode(u, in_sk, w, kr, seg);
+    int u = first_unit;
+    enter_tail(u, in_sk);
+    bool more = in_sk ? u < sk_hi : u < units;
+    WorkUnit w_next{};
+    KRange kr_next{};
+    if (more) decode(u, in_sk, w_next, kr_next, seg);
+    while (more) {
+      // This unit; the next one is fetched and decoded under this one's last wgmma group.
+      const WorkUnit w = w_next;
+      const KRange kr = kr_next;
+      const bool unit_in_sk = in_sk;
+      const SkSegment unit_seg = seg;
+      const int unit_u = u;
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
@@ -359,6 +365,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         fence_regs(acc);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
+      u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
+      more = in_sk ? u < sk_hi : u < units;
+      if (more) decode(u, in_sk, w_next, kr_next, seg);
+      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
       fence_regs(acc);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -366,14 +376,14 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
       if constexpr (L::kStreamK) {
-        if (in_sk && seg.slots == 2) {
+        if (unit_in_sk && unit_seg.slots == 2) {
           // Tail: hand the partial sums to the head's CTA (blockIdx.x - 1) and stop here. Head:
           // add the tail's sums (two addends: the same bits in either order), then store.
           const int t = thread_in_warpgroup();
-          const int part = seg.slot == 1 ? int(blockIdx.x) : int(blockIdx.x) + 1;
+          const int part = unit_seg.slot == 1 ? int(blockIdx.x) : int(blockIdx.x) + 1;
           float* ws = ep.partial + (int64_t(part) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
           int* flag = ep.ready_flags + part * L::CONSUMERS + cw;
-          if (seg.slot == 1) {
+          if (unit_seg.slot == 1) {
 #pragma unroll
             for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
             named_barrier(1 + cw, kWarpgroupThreads);
@@ -404,7 +414,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
       if (splits > 1 && ep.fused_split) {
         const int tiles = units / splits;  // units are split-major (kittens::work_unit)
-        split_reduce_slice<L>(ep, u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
+        split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
       }
     }
     if (tc || tc_units) {
