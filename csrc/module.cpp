@@ -15,6 +15,7 @@ namespace tk {
 #ifdef TK_WITH_CUDA
 bool hopper_available(int device);
 hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32);
+const char* hopper_store_variant();
 #endif
 #ifdef TK_WITH_HIP
 bool cdna3_available(int device);
@@ -56,6 +57,9 @@ PYBIND11_MODULE(_C, m) {
       "The plan the CUDA dispatcher uses for a wgmma-kernel call on `device`: hopper_plan with this "
       "process's TK_HOPPER_* knobs (read once) and the device's SM count. Skinny-kernel calls "
       "(hopper_skinny_plan) are decided before it.");
+  m.def("hopper_store_variant", &tk::hopper_store_variant,
+        "The 16-bit epilogue's staging variant this process uses: 'tma' (default), 'copy' or 'stmatrix' "
+        "(TK_HOPPER_STORE, read once).");
 #elif defined(TK_WITH_HIP)
   m.attr("has_cuda_kernels") = true;  // ROCm torch: the CDNA3 kernel under the CUDA dispatch key
   m.def("hopper_available", [](int) { return false; }, py::arg("device"));
@@ -73,6 +77,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));
   m.def("desc_k16_step", &kittens::desc_k16_step, py::arg("mn_major"), py::arg("elem_bytes"));
+  m.def("stmatrix_x4_offset", &kittens::stmatrix_x4_offset, py::arg("warp"), py::arg("lane"), py::arg("m"),
+        py::arg("transposed"));
   m.def(
       "wgmma_acc_coord",
       [](int t, int r) {

@@ -572,6 +572,28 @@ def test_dispatch_plan_is_the_default_plan():
                 torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)
 
 
+# The tests whose calls go through the 16-bit epilogue's staging box (TMA store, transposed TMA
+# store, staged copy-out) or around it (register stores, fp32 output, split-K).
+_EPILOGUE_TESTS = ("test_gemm_grid or test_addmm or test_gemm_pitch_and_alignment or test_gemm_bm64 or "
+                   "test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule or test_linear or test_gemm_noncontiguous")
+
+
+@needs_hopper
+@pytest.mark.parametrize("variant", ["stmatrix", "copy"])
+def test_store_variants_in_child_process(variant):
+    """TK_HOPPER_STORE=stmatrix (staging box filled by stmatrix, epilogue.cuh) and =copy (no TMA
+    store) pass the epilogue tests; the child confirms it ran that variant."""
+    env = dict(os.environ, TK_HOPPER_STORE=variant)
+    q = subprocess.run([sys.executable, "-c", "import torch_tk; print(torch_tk._C.hopper_store_variant())"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert q.stdout.strip() == variant, q.stdout + q.stderr
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
+                        "-k", _EPILOGUE_TESTS], env=env, capture_output=True, text=True, timeout=400)
+    m = re.search(r"\b(\d+) passed", r.stdout)
+    assert r.returncode == 0 and m and int(m.group(1)) >= 100 and "failed" not in r.stdout, \
+        r.stdout[-4000:] + r.stderr[-2000:]
+
+
 @needs_hopper
 def test_fused_split_k_in_child_process():
     env = dict(os.environ, TK_HOPPER_FUSED_SPLIT="1")

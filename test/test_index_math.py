@@ -356,6 +356,55 @@ def test_wgmma_desc_typical_values():
     assert (_C.wgmma_desc(0x7F000000 | 0x2400, 16, 1024) & 0x3FFF) == 0x2400 >> 4
 
 
+# ============================================================================ stmatrix staging
+
+
+def _stmatrix_landing(transposed, round_h=1):
+    """Where each accumulator element of a 64-column epilogue round lands when the 4 warps issue
+    stmatrix.x4 m = 0..3 with registers (pack of pair r = 32 * round_h + 8 * m + 2 * q) and lane
+    addresses _C.stmatrix_x4_offset, per the PTX ISA's stmatrix semantics (modelled here on
+    their own): lane 8q + i gives matrix q's row i; lane 4i + j's register q holds elements
+    (i, 2j), (i, 2j + 1); .trans stores element (i, c) in row c at position i.
+    Returns {(row, col in the round): byte offset}."""
+    land = {}
+    for warp in range(4):
+        for m in range(4):
+            addr = [_C.stmatrix_x4_offset(warp, lane, m, transposed) for lane in range(32)]
+            for lane in range(32):
+                i, j = lane // 4, lane % 4
+                for q in range(4):
+                    r = 32 * round_h + 8 * m + 2 * q
+                    for e in range(2):  # the two 16-bit halves of the register
+                        row, col = _C.wgmma_acc_coord(32 * warp + lane, r + e)
+                        if transposed:
+                            off = addr[8 * q + 2 * j + e] + 2 * i
+                        else:
+                            off = addr[8 * q + i] + 2 * (2 * j + e)
+                        land[(row, col - 64 * round_h)] = off
+    return land
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_stmatrix_staging_matches_the_box_layout(transposed):
+    land = _stmatrix_landing(transposed)
+    assert len(land) == 64 * 64  # every element of the round's 64 x 64 box, once
+    assert len(set(land.values())) == 64 * 64 and max(land.values()) < 64 * 128
+    for (row, col), off in land.items():
+        # the layouts the TMA-store epilogue's box has (epilogue.cuh stage_round_impl)
+        want = _C.kmajor_offset(col, row, 2) if transposed else _C.mnmajor_offset(col, row, 2)
+        assert off == want, (row, col, off, want)
+
+
+def test_stmatrix_rows_are_16_byte_aligned_and_distinct_banks():
+    for transposed in (False, True):
+        for warp in range(4):
+            for m in range(4):
+                addr = [_C.stmatrix_x4_offset(warp, lane, m, transposed) for lane in range(32)]
+                assert all(a % 16 == 0 for a in addr)
+                for q in range(4):  # one 8x8 matrix = 8 rows of 16 B: 8 distinct 16-B bank groups
+                    assert len({(a // 16) % 8 for a in addr[8 * q: 8 * q + 8]}) == 8
+
+
 # ============================================================================ wgmma_acc_coord
 
 

@@ -90,6 +90,16 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0);
 }
 
+// TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "tma" the
+// default, "copy" (no TMA store), "stmatrix" (staging by stmatrix; opt-in until measured).
+hopper::StoreVariant store_knob() {
+  const char* e = std::getenv("TK_HOPPER_STORE");
+  const std::string v = e != nullptr ? e : "";
+  return v == "copy" ? hopper::StoreVariant::copy
+         : v == "stmatrix" ? hopper::StoreVariant::stmatrix
+                           : hopper::StoreVariant::tma;
+}
+
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   if (!is_sm90(a.get_device())) return "the GPU is not sm_90 (Hopper); the kernels need sm_90a";
   return operand_decline_reason(a, b);
@@ -128,6 +138,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     return true;
   }
   g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32);
+  TK_KNOB hopper::StoreVariant store = store_knob();
+  g.store = store;
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)
   if (g.plan.splits > 1) {
     workspace = at::empty({g.plan.splits, g.M, g.N}, a.options().dtype(at::kFloat));
@@ -158,6 +170,11 @@ bool hopper_available(int device) { return is_sm90(device); }
 
 hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32) {
   return knob_plan(M, N, K, device, out_fp32);
+}
+
+const char* hopper_store_variant() {
+  TK_KNOB hopper::StoreVariant store = store_knob();
+  return store == hopper::StoreVariant::copy ? "copy" : store == hopper::StoreVariant::stmatrix ? "stmatrix" : "tma";
 }
 
 }  // namespace tk

@@ -34,6 +34,7 @@ struct Epilogue {
   float alpha, beta;
   float* partial;   // used when splits > 1
   int64_t o_split;
+  bool stmatrix = false;  // staging rounds through stmatrix (TK_HOPPER_STORE=stmatrix)
   int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
   void* trace = nullptr;  // kXpTrace: TraceRecord[kTraceRecords] (gemm_kernel.cuh), experiment build
   // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
@@ -106,10 +107,11 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
 // ptxas serialize the wgmmas, so the mainloop share was overstated) when every
 // element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
 // store) and, with C, row pointers hoisted out of the element loop.
-template <class L, int H, bool kHasC, bool kT, int R>
+template <class L, int H, bool kHasC, bool kT, bool kStm, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {
   using OutT = typename L::out_t;
+  constexpr int kPairs = L::STORE_COLS / 4;  // accumulator pairs (16-bit pairs) per thread and round
   const int t = thread_in_warpgroup();
   // This thread's two fragment rows (registers with (r / 2) % 2 == 0 and == 1).
   const int frow = row0 + wgmma_acc_coord(t, 0).row;
@@ -121,6 +123,39 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
       row_in[i] = frow + 8 * i < M;
       crow[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
     }
+  }
+  if constexpr (kStm) {
+    // 4 stmatrix.x4 per thread and round instead of 16 (or 32) shared stores
+    // (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts).
+    uint32_t packed[kPairs];
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+      const int r = H * L::STORE_COLS / 2 + 2 * p;
+      float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+      if constexpr (kHasC) {
+        const int i = (r / 2) % 2, col = n0 + wgmma_acc_coord(t, r).col;
+        if (row_in[i] && col < N) {
+          const OutT* c = crow[i] + int64_t(col) * ep.c_s1;
+          v0 += ep.beta * to_f32(c[0]);
+          if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
+        }
+      }
+      packed[p] = pack2<OutT>(v0, v1);
+    }
+    const uint32_t warp = t / 32, lane = t % 32;
+#pragma unroll
+    for (int m = 0; m < kPairs / 4; ++m) {
+      const uint32_t a = stage_base + stmatrix_x4_offset(warp, lane, m, kT);
+      if constexpr (kT)
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a),
+                     "r"(packed[4 * m]), "r"(packed[4 * m + 1]), "r"(packed[4 * m + 2]), "r"(packed[4 * m + 3])
+                     : "memory");
+      else
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(packed[4 * m]),
+                     "r"(packed[4 * m + 1]), "r"(packed[4 * m + 2]), "r"(packed[4 * m + 3])
+                     : "memory");
+    }
+    return;
   }
 #pragma unroll
   for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
@@ -150,8 +185,13 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
 template <class L, int H, bool kT = false, int R>
 __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                             uint32_t stage_base, int row0, int n0, int M, int N) {
-  if (ep.c == nullptr) stage_round_impl<L, H, false, kT>(acc, ep, stage_base, row0, n0, M, N);
-  else stage_round_impl<L, H, true, kT>(acc, ep, stage_base, row0, n0, M, N);
+  if (ep.stmatrix) {
+    if (ep.c == nullptr) stage_round_impl<L, H, false, kT, true>(acc, ep, stage_base, row0, n0, M, N);
+    else stage_round_impl<L, H, true, kT, true>(acc, ep, stage_base, row0, n0, M, N);
+  } else {
+    if (ep.c == nullptr) stage_round_impl<L, H, false, kT, false>(acc, ep, stage_base, row0, n0, M, N);
+    else stage_round_impl<L, H, true, kT, false>(acc, ep, stage_base, row0, n0, M, N);
+  }
 }
 
 // TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,

@@ -8,6 +8,11 @@ namespace tk::hopper {
 
 enum class DType : int { bf16 = 0, fp16 = 1, fp32 = 2 };
 
+// How the 16-bit-output epilogue fills its staging box (TK_HOPPER_STORE, read in dispatch.cpp):
+// tma: shared stores, TMA box stores; copy: no TMA store (staged copy-out, or register stores
+// under swap-AB); stmatrix: as tma, the box filled by stmatrix (epilogue.cuh stage_round_impl).
+enum class StoreVariant : int { tma = 0, copy = 1, stmatrix = 2 };
+
 // out[M,N] (row-major, ld = N) = alpha * A @ B + beta * C, with C read as c[m*c_s0 + n*c_s1].
 // A is M x K: a_mn == false -> row-major (k contiguous, ld = lda), true -> column-major (m contiguous).
 // B is K x N: b_mn == true -> row-major (n contiguous), false -> column-major (k contiguous).
@@ -32,6 +37,7 @@ struct GemmArgs {
   int* unit_counter; // zeroed ints, when plan.dynamic, plan.sk_tiles > 0 or plan.fused_split: the
                      // ticket counter, then the ready flags: 2 per CTA (stream-K) or per unit
                      // (fused split-K); the kernel leaves them changed
+  StoreVariant store = StoreVariant::tma;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -113,14 +113,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   CUtensorMap tout{};
   // TK_HOPPER_STORE=copy: A/B knob, no TMA store: the staged copy-out for such outputs (register
   // stores under swap-AB).
-#ifdef TK_EXPERIMENTS
-  const bool copy_store = [] {  // re-read per call (in-process A/B)
-#else
-  static const bool copy_store = [] {
-#endif
-    const char* e = std::getenv("TK_HOPPER_STORE");
-    return e != nullptr && std::string(e) == "copy";
-  }();
+  const bool copy_store = g.store == StoreVariant::copy;
+  ep.stmatrix = g.store == StoreVariant::stmatrix;
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).

@@ -30,6 +30,25 @@ TK_HD uint32_t mnmajor_offset(uint32_t mn, uint32_t k, uint32_t elem_bytes) {
   return (mn / per_row) * mnmajor_chunk_bytes() + swizzle128_offset(k, (mn % per_row) * elem_bytes);
 }
 
+// stmatrix.sync.aligned.m8n8.x4(.trans).b16 of a wgmma accumulator strip (m64nN, fp32 packed
+// to 16-bit pairs) into a 64 x 64 16-bit staging box of 128-B swizzled lines. Facts (PTX ISA
+// "stmatrix"): lane 8 * q + i supplies the address of row i of matrix q; the 32-bit register q
+// of lane 4 * i + j holds that matrix's elements (i, 2j) and (i, 2j + 1); .trans stores each
+// matrix transposed (element (i, c) into the row lane 8 * q + c addresses, at position i).
+// The m-th x4 of a 64-column round stores accumulator column groups 2m and 2m + 1 (8 columns
+// each) of warp `warp`'s 16 rows: matrix q = rows 8 * (q % 2) .. + 7 of group 2m + q / 2, which
+// each thread holds in its accumulator pair (r, r + 1), r = 8 * m + 2 * q counted from the
+// round's first register (kittens::wgmma_acc_coord; checked in test_index_math.py).
+// transposed == false: the box is row-major, row r at swizzle128_offset(r, 2 * col) (the
+// untransposed TMA-store box, = mnmajor_offset(col, r, 2)); true: column-major, column c's 64
+// rows at swizzle128_offset(c, 2 * row) (swap-AB's box, = kmajor_offset(c, row, 2)).
+// Returns the byte offset in the box of the row that lane `lane` addresses.
+TK_HD uint32_t stmatrix_x4_offset(uint32_t warp, uint32_t lane, uint32_t m, bool transposed) {
+  const uint32_t q = lane / 8, i = lane % 8;
+  const uint32_t row = 16 * warp + 8 * (q % 2), col = 8 * (2 * m + q / 2);
+  return transposed ? swizzle128_offset(col + i, 2 * row) : swizzle128_offset(row + i, 2 * col);
+}
+
 // wgmma shared-memory matrix descriptor, 128-B swizzle (PTX ISA "Matrix Descriptor Format"):
 // bits 0-13 start address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4,
 // 49-51 base offset (0: atoms are 1024-B aligned), 62-63 swizzle mode (1 = 128 B).
