@@ -21,6 +21,7 @@
 #include "../../csrc/kittens/hopper/cluster.cuh"
 #include "../../csrc/kittens/hopper/mbarrier.cuh"
 #include "../../csrc/kittens/hopper/st.cuh"
+#include "cycles.cuh"
 #include "../../csrc/kittens/hopper/warpgroup.cuh"
 #include "../../csrc/kittens/hopper/wgmma_ops.cuh"
 
@@ -163,15 +164,7 @@ void run(int sms, int data = 0) {
   cfg.numAttrs = 1;
   cudaError_t err = cudaLaunchKernelEx(&cfg, k, d_cycles, d_sink, data);
   if (err == cudaSuccess) err = cudaDeviceSynchronize();
-  std::vector<long long> c(blocks * 2);
-  cudaMemcpy(c.data(), d_cycles, sizeof(long long) * blocks * 2, cudaMemcpyDeviceToHost);
-  cudaFree(d_cycles);
-  cudaFree(d_sink);
-  std::vector<long long> v;
-  for (int b = 0; b < blocks; ++b)
-    for (int w = 0; w < C; ++w) v.push_back(c[b * 2 + w]);
-  std::sort(v.begin(), v.end());
-  const double per_tile = double(v[v.size() / 2]) / kTiles;
+  const double per_tile = median_cycles(d_cycles, d_sink, blocks, C) / kTiles;
   const double ideal = C * 4 * N / 2.0;  // m64nNk16: N/2 cycles at 2048 bf16 MACs per SM-cycle
   static const char* names[] = {"plain", "full", "release", "cluster"};
   printf("data %d  N %3d  consumers %d  k tiles/stage %d  stages %2d  %-8s %7.1f cycles/k-tile  tensor busy %5.1f%%%s%s\n",

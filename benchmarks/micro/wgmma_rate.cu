@@ -17,6 +17,7 @@
 #include <vector>
 #include <algorithm>
 #include "../../csrc/kittens/hopper/st.cuh"
+#include "cycles.cuh"
 #include "../../csrc/kittens/hopper/warpgroup.cuh"
 #include "../../csrc/kittens/hopper/wgmma_ops.cuh"
 
@@ -97,15 +98,7 @@ void run(int sms, int warpgroups) {
   cudaMemset(d_cycles, 0, sizeof(long long) * sms * 2);
   k<<<sms, 128 * warpgroups, smem>>>(d_cycles, d_sink);
   cudaError_t err = cudaDeviceSynchronize();
-  std::vector<long long> c(sms * 2);
-  cudaMemcpy(c.data(), d_cycles, sizeof(long long) * sms * 2, cudaMemcpyDeviceToHost);
-  cudaFree(d_cycles);
-  cudaFree(d_sink);
-  std::vector<long long> v;
-  for (int b = 0; b < sms; ++b)
-    for (int w = 0; w < warpgroups; ++w) v.push_back(c[b * 2 + w]);
-  std::sort(v.begin(), v.end());
-  const double per_tile = double(v[v.size() / 2]) / kIters;
+  const double per_tile = median_cycles(d_cycles, d_sink, sms, warpgroups) / kIters;
   const double ideal = warpgroups * 4 * N / 2.0;
   static const char* modes[] = {"chain", "sets", "nowait"};
   printf("N %3d  %s  wg %d  %-6s  %7.1f cycles/k-tile/wg  %6.1f per wgmma  tensor busy %5.1f%%%s%s\n", N,
