@@ -4,14 +4,14 @@
 # ours/torch.mm per shape, then the per-shape median ms of ours for each setting.
 # Usage (after a build in the same device call):
 #   AB_SHAPES=MxNxK,... AB_SETTINGS="TK_X=0 TK_X=1" [AB_ROUNDS=3] [AB_LAYOUTS=NT] bash scripts/ab_knob.sh
-# A setting is one space-free word VAR=value (use "-" for no variable).
+# A setting is one space-free word VAR=value[,VAR=value...] (use "-" for no variable).
 set -uo pipefail
 OUT=${OUT:-/tmp/tk_ab}
 mkdir -p "$OUT"
 S=${AB_SHAPES:?AB_SHAPES: comma list MxNxK}
 for r in $(seq "${AB_ROUNDS:-3}"); do
   for v in ${AB_SETTINGS:?AB_SETTINGS: space list of VAR=value}; do
-    e=(); [ "$v" != - ] && e=("$v")
+    e=(); [ "$v" != - ] && e=(${v//,/ })
     log="$OUT/ab_${v//[^A-Za-z0-9_]/_}_$r.log"
     env "${e[@]}" timeout 120 python3 benchmarks/bench_gemm.py --shapes "$S" --layouts "${AB_LAYOUTS:-NT}" \
       --rounds 2 --rep-ms 40 > "$log" 2>&1
