@@ -532,34 +532,15 @@ def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
                                    (100, 8200, 8300), (128, 4096, 40), (130, 2100, 130)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bm64(shape, layout, dtype):
-    """64-row tiles (plan.h `bm`): unswapped CTA pairs multicasting the weight tile (64x64 with an
-    odd number of row tiles, so one pair's second CTA is past M; 64x128; a 16-B output pitch: the
-    TMA-store epilogue) and swapped unsplit plans (64x64, 64x128), tails in M, N and K, addmm
-    terms; one k tile (K = 40: with k-split warpgroups the odd group has none) and three (the even
-    group has two)."""
+    """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped CTA pairs multicasting the
+    weight tile (64x64 with an odd number of row tiles, so one pair's second CTA is past M; 64x128;
+    a 16-B output pitch: the TMA-store epilogue) and swapped unsplit plans (64x64, 64x128), tails
+    in M, N and K, addmm terms; one k tile (K = 40) and three."""
     if os.environ.get("TK_HOPPER_BM64") == "0":
         pytest.skip("TK_HOPPER_BM64=0 turns 64-row tiles off")
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
     assert plan["bm"] == 64, f"shape no longer exercises 64-row tiles: {plan}"
-    if os.environ.get("TK_HOPPER_KWG") == "2":
-        assert plan["kwg"] == 2, plan
-    _check_addmm_case(shape, layout, dtype, False)
-
-
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(256, 16384, 1000), (100, 9000, 700)], ids=lambda s: "x".join(map(str, s)))
-def test_gemm_bm64_many_units(shape, layout, dtype):
-    """64-row tiles with several units per CTA (the dynamic schedule), which no default rule plans
-    yet: under TK_HOPPER_BM64_BN=64 (width forced, fill test off) in a child process
-    (test_kwg_in_child_process), so the k-split warpgroups' hand-off runs over many units."""
-    if os.environ.get("TK_HOPPER_BM64_BN") != "64":
-        pytest.skip("runs in a child process with TK_HOPPER_BM64_BN=64 (test_kwg_in_child_process)")
-    M, N, K = shape
-    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    assert plan["bm"] == 64 and plan["units"] > plan["grid"] // plan["cluster"], f"not several units per CTA: {plan}"
     _check_addmm_case(shape, layout, dtype, False)
 
 
@@ -610,24 +591,6 @@ def test_store_variants_in_child_process(variant):
                         "-k", _EPILOGUE_TESTS], env=env, capture_output=True, text=True, timeout=400)
     m = re.search(r"\b(\d+) passed", r.stdout)
     assert r.returncode == 0 and m and int(m.group(1)) >= 100 and "failed" not in r.stdout, \
-        r.stdout[-4000:] + r.stderr[-2000:]
-
-
-@needs_hopper
-@pytest.mark.parametrize("force_width", [False, True], ids=["default-width", "bm64bn64"])
-def test_kwg_in_child_process(force_width):
-    """TK_HOPPER_KWG=2 (two consumer warpgroups split the k tiles of each 64-row tile,
-    gemm_kernel.cuh KWG) passes the 64-row tile tests, with the default widths and with several
-    units per CTA (TK_HOPPER_BM64_BN=64)."""
-    env = dict(os.environ, TK_HOPPER_KWG="2")
-    tests = "test_gemm_bm64"
-    if force_width:
-        env["TK_HOPPER_BM64_BN"] = "64"
-        tests = "test_gemm_bm64_many_units"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
-                        "-k", tests], env=env, capture_output=True, text=True, timeout=400)
-    m = re.search(r"\b(\d+) passed", r.stdout)
-    assert r.returncode == 0 and m and int(m.group(1)) >= 16 and "failed" not in r.stdout, \
         r.stdout[-4000:] + r.stderr[-2000:]
 
 

@@ -86,12 +86,8 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 1, 0, 0);
   // TK_HOPPER_BM64_BN=64|128: the width of rule 1's 64-row tiles, fill test off (A/B only).
   TK_KNOB int bm64_bn = env_int("TK_HOPPER_BM64_BN", 0, 64, 128);
-  // TK_HOPPER_KWG=2: two k-split consumer warpgroups on every 64-row tile (plan.h kwg; A/B).
-  TK_KNOB int kwg = env_int("TK_HOPPER_KWG", 1, 1, 2);
-  TK_KNOB int bm64_all = env_int("TK_HOPPER_BM64_ALL", 0, 1, 1);  // 64-row tiles everywhere (A/B)
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
-                           dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0,
-                           bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0, kwg, bm64_all != 0);
+                           dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "tma" the

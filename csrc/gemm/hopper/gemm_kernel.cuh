@@ -26,24 +26,15 @@ using namespace kittens::hopper;
 // Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
 // STREAM_K_: the plan's last sk_tiles tiles run as a stream-K tail (kittens/common/stream_k.h).
 // BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
-// KWG_ = 2 (64-row tiles only): two consumer warpgroups share the tile and split its k tiles
-// (even / odd k tile index), each issuing half the wgmma groups; at the end of a unit the odd
-// group's fp32 sums go through shared memory (`exchange`) to the even group, which adds them in a
-// fixed order and runs the epilogue. Why: one warpgroup's barrier and issue overhead per 64-row
-// k tile (~200 cycles) does not hide under its 128-256 tensor cycles; two groups alternate
-// (benchmarks/micro/mainloop_rate.cu: 337 vs 147 cycles per 64x64 k tile).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int KWG_ = 1>
+          int BM_ = 128>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
-  static_assert(KWG_ == 1 || (KWG_ == 2 && BM_ == 64), "k-split warpgroups: two, on 64-row tiles");
-  // ROW_WGS warpgroups own 64-row strips of the tile; KWG share each strip's k tiles.
-  static constexpr int BM = BM_, BN = BN_, ROW_WGS = BM_ / 64, KWG = KWG_, CONSUMERS = ROW_WGS * KWG_,
-                       CLUSTER = CLUSTER_;
+  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
@@ -54,21 +45,17 @@ struct gemm_layout {
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = BN / STORE_COLS;
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
-  static constexpr int STAGING_BYTES = kTmaStore ? ROW_WGS * 2 * STAGING_BUFFER_BYTES : 0;
-  // The k-split warpgroups' hand-off of fp32 sums: BN / 2 per thread of a warpgroup.
-  static constexpr int EXCHANGE_BYTES = (KWG_ - 1) * (BN_ / 2) * 128 * 4;
+  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 2 * STAGING_BUFFER_BYTES : 0;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13;
-  // BM 64 with KWG 2: BN 128 -> 7, BN 64 -> 12.
-  static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES - EXCHANGE_BYTES) / STAGE_BYTES;
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13.
+  static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
   static constexpr int STAGES = kFit < 16 ? kFit : 16;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
   static constexpr int SCHED_SLOTS = 4;
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
-  static constexpr int SMEM_BYTES =
-      STAGES * STAGE_BYTES + STAGING_BYTES + EXCHANGE_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(STAGES >= 4, "pipeline too shallow");
 };
@@ -152,8 +139,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
-  float* const exchange = reinterpret_cast<float*>(staging + L::STAGING_BYTES);  // KWG > 1 only
-  uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES + L::EXCHANGE_BYTES);
+  uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
   uint64_t* sched_full = empty + L::STAGES;
   uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;
@@ -207,8 +193,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      // One arrival per consumer warp of the cluster that reads the stage (one of KWG groups).
-      mbar_init(&empty[s], L::ROW_WGS * 4 * L::CLUSTER);
+      mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
@@ -292,8 +277,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- consumers ----
     setmaxnreg_inc<L::CONSUMER_REGS>();
     const int cw = warpgroup_id() - 1;
-    // This group's 64-row strip, and which k tiles of it (kt % KWG == kslot) it multiplies.
-    const int row_wg = cw / L::KWG, kslot = cw % L::KWG;
     const bool warp_leader = (threadIdx.x % 32) == 0;
     constexpr bool kBf16 = std::is_same_v<typename L::in_t, __nv_bfloat16>;
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
@@ -303,7 +286,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     static_assert(L::SMEM_BYTES < (1 << 18), "shared addresses must fit the 14-bit descriptor field (>> 4)");
     const uint32_t ring = smem_u32(smem);
     // Only the low word (start address) moves: 32-bit adds, the high word stays constant.
-    const uint64_t desc_a0 = L::a_tile::desc(ring, row_wg * 64, 0);
+    const uint64_t desc_a0 = L::a_tile::desc(ring, cw * 64, 0);
     const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
     const uint32_t a_lo = uint32_t(desc_a0), a_hi = uint32_t(desc_a0 >> 32);
     const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
@@ -324,7 +307,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     unsigned tr[kTraceLen + 8];
     int tn = 0;
     int received = 0;  // unit ids taken from the sched ring (dynamic)
-    bool handed_off = false;  // KWG > 1: this odd group has written `exchange` before
     // The next unit: static stride, or the id rank 0's producer handed over (every thread reads
     // it, then one arrival per warp on rank 0's ring frees the slot).
     auto next_unit = [&](int u) {
@@ -366,12 +348,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
-      int prev_s = -1;  // KWG > 1: the stage of this group's previous k tile, released after its wgmmas
       for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
-        if constexpr (L::KWG > 1) {
-          // By k tile index, not by `it`: the sum order must not depend on the units this CTA ran.
-          if (kt % L::KWG != kslot) continue;
-        }
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -386,12 +363,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
         fence_regs(acc);
-        if constexpr (L::KWG > 1) {
-          if (prev_s >= 0) release(prev_s);
-          prev_s = s;
-        } else {
-          if (kt > kr.begin) release((it - 1) % L::STAGES);
-        }
+        if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
       more = in_sk ? u < sk_hi : u < units;
@@ -400,33 +372,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       wgmma_wait<0>();
       fence_regs(acc);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      if constexpr (L::KWG > 1) {
-        if (prev_s >= 0) release(prev_s);
-        // Hand-off of the odd k tiles' sums (named barriers 3: written, 4: read; both groups
-        // take part, 256 threads). Thread t's accumulator i sits at float4 slot (i / 4, t):
-        // consecutive threads, consecutive 16 B (no bank conflicts).
-        constexpr int kWritten = 3, kRead = 4, kPair = 2 * kWarpgroupThreads;
-        float4* ex = reinterpret_cast<float4*>(exchange) + thread_in_warpgroup();
-        if (kslot != 0) {
-          if (handed_off) named_barrier(kRead, kPair);  // the even group has read the last one
-          handed_off = true;
-#pragma unroll
-          for (int i = 0; i < L::BN / 2; i += 4)
-            ex[(i / 4) * kWarpgroupThreads] = make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
-          named_barrier_arrive(kWritten, kPair);
-          continue;  // the even group stores the tile
-        }
-        named_barrier(kWritten, kPair);
-#pragma unroll
-        for (int i = 0; i < L::BN / 2; i += 4) {
-          const float4 v = ex[(i / 4) * kWarpgroupThreads];
-          acc[i] += v.x, acc[i + 1] += v.y, acc[i + 2] += v.z, acc[i + 3] += v.w;
-        }
-        if (more) named_barrier_arrive(kRead, kPair);  // the odd group writes the next unit's
-      } else {
-        release((it - 1) % L::STAGES);
-      }
-      const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + row_wg * 64, n0 = w.tile.n * L::BN;
+      release((it - 1) % L::STAGES);
+      const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
       if constexpr (L::kStreamK) {
         if (unit_in_sk && unit_seg.slots == 2) {
@@ -450,17 +397,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
       }
       if constexpr (L::kTmaStore) {
-        uint8_t* my_staging = staging + row_wg * (L::STAGING_BYTES / L::ROW_WGS);
+        uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
         if (store_mode == kStoreTma) {
-          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging, row0, n0, M, N, row_wg);
+          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
           continue;
         }
         if (store_mode == kStoreTmaTransposed) {
-          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging, row0, n0, M, N, row_wg);
+          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
           continue;
         }
         if (store_mode == kStoreStaged) {
-          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, row_wg, vec_copy);
+          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cw, vec_copy);
           continue;
         }
       }

@@ -6,23 +6,22 @@
 namespace tk::hopper {
 
 namespace {
-template <typename T, typename OutT, int BM, int KWG = 1>
+template <typename T, typename OutT, int BM>
 const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
-    case 64: return launch_family<T, OutT, 64, BM, KWG>(g, s);
-    case 128: return launch_family<T, OutT, 128, BM, KWG>(g, s);
+    case 64: return launch_family<T, OutT, 64, BM>(g, s);
+    case 128: return launch_family<T, OutT, 128, BM>(g, s);
     case 256:
       // plan.h never pairs 64-row tiles with 256 columns (measured slower): not built.
       if constexpr (BM == 64) return "64-row tiles are built up to 128 columns wide";
-      else return launch_family<T, OutT, 256, BM, 1>(g, s);
+      else return launch_family<T, OutT, 256, BM>(g, s);
     default: return "plan.bn must be 64, 128 or 256";
   }
 }
 
 template <typename T>
 const char* by_tile(const GemmArgs& g, void* s) {
-  if (g.plan.kwg != 1 && (g.plan.kwg != 2 || g.plan.bm != 64)) return "plan.kwg must be 1, or 2 with 64-row tiles";
-  if (g.plan.bm == 64) return g.plan.kwg == 2 ? by_width<T, T, 64, 2>(g, s) : by_width<T, T, 64>(g, s);
+  if (g.plan.bm == 64) return by_width<T, T, 64>(g, s);
   if (g.plan.bm == 128) return by_width<T, T, 128>(g, s);
   return "plan.bm must be 64 or 128";
 }
@@ -32,10 +31,9 @@ const char* gemm_launch(const GemmArgs& g, void* s) {
   if (g.M < 1 || g.N < 1 || g.K < 1) return "M, N and K must be >= 1";
   if (g.plan.splits < 1 || g.plan.grid < 1) return "invalid plan";
   if (g.out_dtype == DType::fp32) {
-    if (g.plan.bn != 128 || g.plan.bm != 128 || g.plan.kwg != 1)
-      return "fp32-output kernels are built for 128 x 128 tiles only";
-    if (g.in_dtype == DType::bf16) return launch_family<__nv_bfloat16, float, 128, 128, 1>(g, s);
-    if (g.in_dtype == DType::fp16) return launch_family<__half, float, 128, 128, 1>(g, s);
+    if (g.plan.bn != 128 || g.plan.bm != 128) return "fp32-output kernels are built for 128 x 128 tiles only";
+    if (g.in_dtype == DType::bf16) return launch_family<__nv_bfloat16, float, 128, 128>(g, s);
+    if (g.in_dtype == DType::fp16) return launch_family<__half, float, 128, 128>(g, s);
     return "unsupported input dtype";
   }
   if (g.out_dtype != g.in_dtype) return "unsupported output dtype";

@@ -43,10 +43,9 @@ struct GemmArgs {
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.
 const char* gemm_launch(const GemmArgs& args, void* stream);
 
-// One (input, output, tile width, tile height, k-split warpgroups) family of kernels; defined in
-// launch_impl.cuh, instantiated one family per translation unit (launch_inst_*.cu) so the builds
-// run in parallel.
-template <typename T, typename OutT, int BN, int BM, int KWG>
+// One (input, output, tile width, tile height) family of kernels; defined in launch_impl.cuh,
+// instantiated one family per translation unit (launch_inst_*.cu) so the builds run in parallel.
+template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& args, void* stream);
 
 }  // namespace tk::hopper

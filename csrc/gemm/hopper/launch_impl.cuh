@@ -73,9 +73,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.dynamic && g.unit_counter == nullptr) return "the dynamic schedule needs a zeroed unit counter";
   if (p.sk_tiles > 0 && (!L::kStreamK || g.workspace == nullptr || g.unit_counter == nullptr))
     return "the stream-K tail needs its kernel, a workspace and zeroed flags";
-  if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS > 2 || L::KWG > 1))
-    return "fused split-K needs one unit per CTA, 2 zeroed flags per unit and no k-split warpgroups";
-  if (p.bm != L::BM || p.kwg != L::KWG) return "the plan's row tile does not match the kernel";
+  if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS > 2))
+    return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
+  if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
@@ -204,14 +204,13 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 
 }  // namespace detail
 
-template <typename T, typename OutT, int BN, int BM, int KWG, bool XMn, bool YMn>
+template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BM == 64) {
     if (g.plan.sk_tiles > 0) return "64-row tiles run without a stream-K tail";
-    if (g.plan.cluster == 2)
-      return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 64, KWG>>(g, op, s);
+    if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 64>>(g, op, s);
     if (g.plan.cluster != 1) return "no such clustered kernel";
-    return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64, KWG>>(g, op, s);
+    return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else {
     if constexpr (BN == 256) {
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
@@ -223,9 +222,8 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
   }
 }
 
-template <typename T, typename OutT, int BN, int BM, int KWG>
+template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
-  static_assert(KWG == 1 || BM == 64, "k-split warpgroups are built for 64-row tiles");
   const auto s = static_cast<cudaStream_t>(stream);
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
@@ -234,15 +232,15 @@ const char* launch_family(const GemmArgs& g, void* stream) {
                                          : detail::KernelOperands{g.a, g.lda, g.b, g.ldb, g.M, g.N};
   const bool x_mn = swap ? g.b_mn : g.a_mn, y_mn = swap ? g.a_mn : g.b_mn;
   if (x_mn) {
-    return y_mn ? launch_clustered<T, OutT, BN, BM, KWG, true, true>(g, op, s)
-                : launch_clustered<T, OutT, BN, BM, KWG, true, false>(g, op, s);
+    return y_mn ? launch_clustered<T, OutT, BN, BM, true, true>(g, op, s)
+                : launch_clustered<T, OutT, BN, BM, true, false>(g, op, s);
   }
-  return y_mn ? launch_clustered<T, OutT, BN, BM, KWG, false, true>(g, op, s)
-              : launch_clustered<T, OutT, BN, BM, KWG, false, false>(g, op, s);
+  return y_mn ? launch_clustered<T, OutT, BN, BM, false, true>(g, op, s)
+              : launch_clustered<T, OutT, BN, BM, false, false>(g, op, s);
 }
 
 }  // namespace tk::hopper
 
 // Explicit instantiation of one family (used by the launch_inst_*.cu files).
-#define TK_HOPPER_FAMILY(T, OutT, BN, BM, KWG) \
-  template const char* tk::hopper::launch_family<T, OutT, BN, BM, KWG>(const tk::hopper::GemmArgs&, void*);
+#define TK_HOPPER_FAMILY(T, OutT, BN, BM) \
+  template const char* tk::hopper::launch_family<T, OutT, BN, BM>(const tk::hopper::GemmArgs&, void*);

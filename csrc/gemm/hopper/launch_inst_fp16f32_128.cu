@@ -1,3 +1,3 @@
 // Kernel family (__half -> float, 128 x 128 tiles, 4 layouts); one family per file for parallel builds.
 #include "launch_impl.cuh"
-TK_HOPPER_FAMILY(__half, float, 128, 128, 1)
+TK_HOPPER_FAMILY(__half, float, 128, 128)

@@ -38,7 +38,6 @@ struct GemmPlan {
   int grid;      // CTAs launched (persistent)
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
-  int kwg;       // consumer warpgroups splitting each 64-row strip's k tiles: 1, or 2 (bm 64 only)
 };
 
 constexpr int kPlanBK = 64;
@@ -72,7 +71,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0, int kwg = 1, bool bm64_all = false) {
+                          int bm64_bn = 0) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = M <= 256 && N > M;
@@ -112,16 +111,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     shape(64, bn64, splits64);
     if (splits64 == 1 && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
   }
-  // bm64_all (A/B only, TK_HOPPER_BM64_ALL=1): 64-row tiles (at most 128 wide) for every plan.
-  if (bm64_all && all_widths && p.bm == 128) {
-    p.bm = 64;
-    shape(64, p.bn, p.splits);
-    if (p.bn > 128) {
-      p.bn = 128;
-      const int64_t t = plan_tiles(rows, cols, 64, 128);
-      p.splits = t < num_sms ? std::max(1, std::min({static_cast<int>(num_sms / t), k_tiles / std::max(1, min_split_k_tiles), 16})) : 1;
-    }
-  }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
@@ -144,9 +133,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // unit's CTA resident at once (one unit per CTA; clusters may get fewer CTAs than planned),
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
-  // k-split warpgroups (gemm_kernel.cuh KWG): 64-row tiles only.
-  p.kwg = p.bm == 64 && kwg == 2 ? 2 : 1;
-  p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid && p.kwg == 1;
+  p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   return p;
 }
 

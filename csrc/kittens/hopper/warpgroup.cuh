@@ -47,11 +47,5 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-// Arrives on named barrier `id` without waiting (PTX bar.arrive): the signalling side of a
-// producer/consumer hand-off whose other side waits with named_barrier(id, threads); `threads`
-// counts both sides.
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
 
 }  // namespace kittens::hopper

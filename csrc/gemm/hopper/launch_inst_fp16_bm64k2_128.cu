@@ -1,3 +1,0 @@
-// Kernel family (__half -> __half, 64 x 128 tiles, two k-split consumer warpgroups, 4 layouts); one family per file for parallel builds.
-#include "launch_impl.cuh"
-TK_HOPPER_FAMILY(__half, __half, 128, 64, 2)
