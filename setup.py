@@ -119,6 +119,9 @@ sources += plan["sources"]
 define = plan["define"]
 if plan["backend"] == "hopper" and os.environ.get("TK_EXPERIMENTS") == "1":
     define = define + [("TK_EXPERIMENTS", "1")]  # stage-removal hooks (benchmarks/ab_env.py)
+if plan["backend"] == "hopper" and os.environ.get("TK_BUILD_DEFINES"):
+    # NAME=VALUE[,NAME=VALUE...]: compile-time A/B variants (scripts/ab_build.sh), never the default
+    define = define + [tuple(d.split("=", 1)) for d in os.environ["TK_BUILD_DEFINES"].split(",") if "=" in d]
 ext_cls = cpp_extension.CUDAExtension if plan["backend"] else cpp_extension.CppExtension
 nvcc_flags = plan["device_flags"]
 print(plan["message"])

@@ -252,6 +252,24 @@ def test_gemm_pitch_and_alignment(case, dtype):
     check(out, ref64(a, b), TOL[dtype], case)
 
 
+@needs_hopper
+@pytest.mark.parametrize("shape", [(1000, 1001, 999), (300, 257, 100), (4097, 1100, 4097)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_repitch_copy_then_gemm_in_order(shape):
+    """Both operands re-pitched (odd pitches) by one pad_lines launch, the GEMM launched as its
+    programmatic dependent (GemmArgs::after_repitch): back-to-back calls on fresh operands, each
+    result checked, so a GEMM that read a copy before the copy grid finished would show."""
+    M, N, K = shape
+    dtype = torch.bfloat16
+    pairs = [(make_matrix(M, K, dtype, "n", device=DEV), make_matrix(K, N, dtype, "n", device=DEV)) for _ in range(4)]
+    refs = [ref64(a, b) for a, b in pairs]
+    with KernelWatch() as w:
+        outs = [torch_tk.gemm(a, b) for a, b in pairs for _ in range(2)]
+    w.assert_hopper(8)
+    for i, out in enumerate(outs):
+        check(out, refs[i // 2], TOL[dtype], f"call {i}")
+
+
 # ============================================================================ addmm
 
 SELF_SHAPES = {

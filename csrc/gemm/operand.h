@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "../kittens/common/base.h"
+#include "repitch.h"
 
 namespace tk {
 
@@ -22,17 +23,16 @@ struct Operand {
   bool row_major;
 };
 
-// dst (lines x ld_dst) <- src (lines x inner, pitch ld_src); nullptr on success, else an error.
-using RepitchFn = const char* (*)(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
-                                  int64_t inner, void* stream);
-
 inline bool operand_aligned(const at::Tensor& x, int64_t ld) {
   return (ld * x.element_size()) % kOperandAlign == 0 && reinterpret_cast<uintptr_t>(x.data_ptr()) % kOperandAlign == 0;
 }
 
 // Row-major: lines are rows; column-major: lines are columns. A size-1 dimension's stride is
 // meaningless, so any aligned ld is used for it (the kernels never read past the single line).
-inline Operand describe_operand(const at::Tensor& x, RepitchFn repitch, void* stream) {
+// `jobs` (nullptr: torch copies): a 16-bit operand that needs a re-pitch gets its aligned buffer
+// here and its copy recorded in *jobs, for the backend to launch (all of a call's in one kernel)
+// before the GEMM.
+inline Operand describe_operand(const at::Tensor& x, RepitchJobs* jobs) {
   const int64_t R = x.size(0), C = x.size(1), s0 = x.stride(0), s1 = x.stride(1);
   const bool rm = (C == 1 || s1 == 1) && (R == 1 || s0 >= C);
   const int64_t rm_ld = R == 1 ? kittens::round_up(C, 8) : s0;
@@ -41,12 +41,11 @@ inline Operand describe_operand(const at::Tensor& x, RepitchFn repitch, void* st
   const int64_t cm_ld = C == 1 ? kittens::round_up(R, 8) : s1;
   if (cm && operand_aligned(x, cm_ld)) return {x, cm_ld, false};
   const int64_t per_line = kCopyPitchAlign / x.element_size();
-  if ((rm || cm) && repitch != nullptr && x.element_size() == 2) {
+  if ((rm || cm) && jobs != nullptr && jobs->n < 2 && x.element_size() == 2) {
     const int64_t lines = rm ? R : C, inner = rm ? C : R, src_ld = rm ? (R == 1 ? C : s0) : (C == 1 ? R : s1);
     const int64_t ld = kittens::round_up(inner, per_line);
     at::Tensor buf = at::empty({lines, ld}, x.options());
-    const char* err = repitch(x.data_ptr(), src_ld, buf.data_ptr(), ld, lines, inner, stream);
-    TORCH_CHECK(err == nullptr, "tk: ", err);
+    jobs->job[jobs->n++] = RepitchJob{x.data_ptr(), src_ld, buf.data_ptr(), ld, lines, inner};
     return {buf, ld, rm};
   }
   const int64_t ld = kittens::round_up(C, per_line);  // strides the kernels cannot take: copy

@@ -31,8 +31,8 @@ bool cdna3_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, co
   }
   const c10::DeviceGuard guard(a.device());
   void* stream = c10::impl::getDeviceGuardImpl(a.device().type())->getStream(a.device()).native_handle();
-  const Operand A = describe_operand(a, nullptr, stream);  // no re-pitch kernel here: torch copies
-  const Operand B = describe_operand(b, nullptr, stream);
+  const Operand A = describe_operand(a, nullptr);  // no re-pitch kernel here: torch copies
+  const Operand B = describe_operand(b, nullptr);
   const hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   const char* err = cdna3::gemm_launch(g, stream);
   TORCH_CHECK(err == nullptr, "tk: CDNA3 GEMM launch failed: ", err);

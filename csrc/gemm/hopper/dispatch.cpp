@@ -122,9 +122,17 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     context_ready_for = a.get_device();
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  const Operand A = describe_operand(a, &hopper::pad_lines_launch, stream);
-  const Operand B = describe_operand(b, &hopper::pad_lines_launch, stream);
+  RepitchJobs copies;  // unaligned pitches: both operands' copies in one pad_lines launch
+  const Operand A = describe_operand(a, &copies);
+  const Operand B = describe_operand(b, &copies);
+  if (copies.n > 0) {
+    const char* err = hopper::pad_lines_launch(copies, stream);
+    TORCH_CHECK(err == nullptr, "tk: ", err);
+  }
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
+  // TK_HOPPER_REPITCH_PDL=0: the GEMM launched normally after the copy (A/B of the dependent launch).
+  TK_KNOB int repitch_pdl = env_int("TK_HOPPER_REPITCH_PDL", 1, 0, 0);
+  g.after_repitch = copies.n > 0 && repitch_pdl != 0;
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);

@@ -201,14 +201,15 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
                                                 const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                 int M, int N, int cw) {
   const int t = thread_in_warpgroup();
-  uint8_t* buffer = staging + (H % 2) * L::STAGING_BUFFER_BYTES;
+  constexpr int kBuffers = L::STAGING_BUFFERS;
+  uint8_t* buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
   const uint32_t stage_base = smem_u32(buffer);
-  // This buffer is free once the store issued from it two rounds ago has read it: all store
-  // groups but the newest (the other buffer's, issued last round) have finished reading. With one
-  // round per unit (BN = 64) only buffer 0 is used, and the last store must have read it.
+  // This buffer is free once the store issued from it kBuffers rounds ago has read it: all store
+  // groups but the kBuffers - 1 newest have finished reading. With one round per unit (BN = 64)
+  // only buffer 0 is used, and the last store must have read it.
   if (t == 0) {
     if constexpr (L::STORE_ROUNDS == 1) tma_store_wait_read<0>();
-    else tma_store_wait_read<1>();
+    else tma_store_wait_read<kBuffers - 1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);
   stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N);
@@ -284,7 +285,8 @@ template <class L, bool kT, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
                                                int M, int N, int cw) {
-  static_assert(L::STORE_ROUNDS % 2 == 0 || L::STORE_ROUNDS == 1, "buffer parity must run on across units");
+  static_assert(L::STORE_ROUNDS % L::STAGING_BUFFERS == 0 || L::STORE_ROUNDS == 1,
+                "buffer order must run on across units");
   store_round_tma<L, H, kT>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
   if constexpr (H + 1 < L::STORE_ROUNDS)
     store_unit_tma<L, kT, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);

@@ -45,7 +45,14 @@ struct gemm_layout {
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = BN / STORE_COLS;
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
-  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * 2 * STAGING_BUFFER_BYTES : 0;
+  // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
+  // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the
+  // 128 x 256 tile (no wait within a unit, one stage fewer).
+#ifndef TK_STAGING_BUFFERS_256
+#define TK_STAGING_BUFFERS_256 2
+#endif
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
+  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
   // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13.
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
@@ -57,7 +64,7 @@ struct gemm_layout {
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-  static_assert(STAGES >= 4, "pipeline too shallow");
+  static_assert(STAGES >= 3, "pipeline too shallow");
 };
 
 // Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
@@ -212,6 +219,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
+      // Launched as the re-pitch copy's dependent (GemmArgs::after_repitch), the operands are
+      // complete only once that grid is; otherwise this returns at once.
+      asm volatile("griddepcontrol.wait;" ::: "memory");
       unsigned tr[kTraceLen + 8];
       int tn = 0;
       uint32_t it = 0;  // k iterations issued by this CTA, across units

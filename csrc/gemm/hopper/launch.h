@@ -1,6 +1,7 @@
 // Plain C++ interface of the Hopper GEMM (no torch types), so the kernel TUs stay light.
 #pragma once
 #include <cstdint>
+#include "../repitch.h"
 #include "plan.h"
 #include "skinny_plan.h"
 
@@ -38,6 +39,10 @@ struct GemmArgs {
                      // ticket counter, then the ready flags: 2 per CTA (stream-K) or per unit
                      // (fused split-K); the kernel leaves them changed
   StoreVariant store = StoreVariant::tma;
+  // The kernel just before on the stream is this call's re-pitch copy (pad_lines_launch): the
+  // GEMM is launched as its programmatic dependent (its prologue overlaps the copy's tail; the
+  // producer waits for the copy before its first load).
+  bool after_repitch = false;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.
@@ -51,10 +56,10 @@ const char* launch_family(const GemmArgs& args, void* stream);
 }  // namespace tk::hopper
 
 namespace tk::hopper {
-// dst (lines x ld_dst, 16-B aligned, ld_dst % 8 == 0) <- src (lines x inner 16-bit elements,
-// line pitch ld_src, any 2-B aligned address), zero-padded. nullptr on success.
-const char* pad_lines_launch(const void* src, int64_t ld_src, void* dst, int64_t ld_dst, int64_t lines,
-                             int64_t inner, void* stream);
+// Runs a call's re-pitch copies (repitch.h: one or two) as one kernel on `stream`, which lets
+// the next kernel launch early (programmatic dependent launch: the GEMM with
+// GemmArgs::after_repitch). nullptr on success.
+const char* pad_lines_launch(const RepitchJobs& jobs, void* stream);
 }  // namespace tk::hopper
 
 namespace tk::hopper {

@@ -142,7 +142,23 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     if (err != cudaSuccess) return cudaGetErrorString(err);
     attr_set.fetch_or(bit, std::memory_order_acq_rel);
   }
-  if constexpr (L::CLUSTER == 1) {
+  // After this call's re-pitch copy: a programmatic dependent launch (the producer's
+  // griddepcontrol.wait holds the loads until the copy grid has completed).
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  if (L::CLUSTER == 1 && g.after_repitch) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(p.grid));
+    cfg.blockDim = dim3(L::THREADS);
+    cfg.dynamicSmemBytes = L::SMEM_BYTES;
+    cfg.stream = stream;
+    cfg.attrs = &pdl;
+    cfg.numAttrs = 1;
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
+                             unit_counter);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+  } else if constexpr (L::CLUSTER == 1) {
     kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
                                                                                  g.K, p.splits, store_mode, p.group_m,
                                                                                  unit_counter);
@@ -151,13 +167,14 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     cfg.blockDim = dim3(L::THREADS);
     cfg.dynamicSmemBytes = L::SMEM_BYTES;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = L::CLUSTER;
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
+    attr[1] = pdl;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = 1;  // the occupancy query below sees the cluster shape only
     // The persistent grid is capped by the clusters that can be resident at once (GPC layout).
     static std::atomic<int> resident[64];
     int clusters = dev < 64 ? resident[dev].load() : 0;
@@ -172,6 +189,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                      L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
+    cfg.numAttrs = g.after_repitch ? 2 : 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
                              unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
