@@ -62,8 +62,17 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const gl2d gy = L::kBMn ? gl2d{op.y, uint64_t(op.cols), K, uint64_t(op.ldy), 2} : gl2d{op.y, K, uint64_t(op.cols), uint64_t(op.ldy), 2};
   if (!tma_describable(gx) || !tma_describable(gy)) return "an operand cannot be described by a TMA descriptor";
   CUtensorMap tx, ty;
-  if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter) != CUDA_SUCCESS ||
-      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter) != CUDA_SUCCESS)
+  // TK_HOPPER_L2_PROMO=0|64|128|256 (A/B only): the operand maps' L2 promotion (default 256 B).
+  static const CUtensorMapL2promotion promo = [] {
+    const char* e = std::getenv("TK_HOPPER_L2_PROMO");
+    const int v = e != nullptr ? std::atoi(e) : 256;
+    return v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+           : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+           : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }();
+  if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter, promo) != CUDA_SUCCESS ||
+      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo) != CUDA_SUCCESS)
     return "cuTensorMapEncodeTiled failed";
 
   const GemmPlan& p = g.plan;

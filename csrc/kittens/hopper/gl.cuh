@@ -41,8 +41,10 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // Tiled descriptor with 128-B swizzle: box = box_inner x box_outer elements, box_inner*elem = 128 B.
 // Out-of-bounds boxes are zero-filled. Returns a CUresult (CUDA_SUCCESS on success).
+// promotion: how much L2 fetches per miss (the driver's CUtensorMapL2promotion; 256 B by default).
 inline int make_tma_desc(CUtensorMap* map, const gl2d& g, CUtensorMapDataType dtype, uint32_t box_inner,
-                         uint32_t box_outer) {
+                         uint32_t box_outer,
+                         CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   auto encode = tensor_map_encoder();
   if (!encode) return CUDA_ERROR_NOT_FOUND;
   const cuuint64_t dims[2] = {g.inner, g.outer};
@@ -50,7 +52,7 @@ inline int make_tma_desc(CUtensorMap* map, const gl2d& g, CUtensorMapDataType dt
   const cuuint32_t box[2] = {box_inner, box_outer};
   const cuuint32_t elem_strides[2] = {1, 1};
   return encode(map, dtype, 2, const_cast<void*>(g.ptr), dims, strides, box, elem_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
