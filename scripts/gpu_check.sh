@@ -59,10 +59,12 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_STREAMK=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(stream-K)=rc$rc"
-  # the opt-in stmatrix staging of the epilogue (TK_HOPPER_STORE=stmatrix)
-  TK_HOPPER_STORE=stmatrix timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
-  rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(stmatrix)=rc$rc"
+  # the opt-in epilogue variants: stmatrix staging, every round stored at once (TK_HOPPER_STORE)
+  for v in stmatrix tma; do
+    TK_HOPPER_STORE=$v timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+    rc=$?; [ $rc = 124 ] && rc="timeout"
+    san="$san memcheck($v)=rc$rc"
+  done
 fi
 
 if [ "$MODE" = full ] || [ "$MODE" = perf ]; then

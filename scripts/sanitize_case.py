@@ -11,7 +11,8 @@ stream-K tail, cross-CTA partials and flags);
 mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA); 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
-transposed TMA-store epilogue (16-bit output). fp32 output always uses 128x128
+transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on
+<= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next. fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
@@ -23,7 +24,7 @@ import torch_tk
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
     shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
-              (60, 1032, 100))
+              (60, 1032, 100), (2049, 4104, 64))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520))

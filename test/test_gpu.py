@@ -523,6 +523,22 @@ def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(2049, 4104, 64), (4097, 2056, 130), (3000, 3000, 200), (1500, 5000, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_short_k_many_units(shape, layout, dtype):
+    """Several units per CTA whose k ranges are shorter than a unit's epilogue rounds (1-4 k
+    tiles against 4 rounds of 64 columns; N % 8 == 0: TMA-store epilogue): the deferred epilogue (TK_HOPPER_STORE=deferred,
+    epilogue.cuh pack_unit) must store a held round before packing the next unit's."""
+    M, N, K = shape
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = torch_tk._C.hopper_plan(M, N, K, sms, True)
+    assert plan["units"] > sms and plan["splits"] == 1, f"shape no longer gives several units per CTA: {plan}"
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
 @pytest.mark.parametrize("out_fp32", [False, True], ids=["same", "fp32out"])
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
@@ -593,14 +609,16 @@ def test_dispatch_plan_is_the_default_plan():
 # The tests whose calls go through the 16-bit epilogue's staging box (TMA store, transposed TMA
 # store, staged copy-out) or around it (register stores, fp32 output, split-K).
 _EPILOGUE_TESTS = ("test_gemm_grid or test_addmm or test_gemm_pitch_and_alignment or test_gemm_bm64 or "
-                   "test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule or test_linear or test_gemm_noncontiguous")
+                   "test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule or test_linear or test_gemm_noncontiguous or "
+                   "test_gemm_short_k_many_units")
 
 
 @needs_hopper
-@pytest.mark.parametrize("variant", ["stmatrix", "copy"])
+@pytest.mark.parametrize("variant", ["stmatrix", "copy", "deferred", "tma"])
 def test_store_variants_in_child_process(variant):
-    """TK_HOPPER_STORE=stmatrix (staging box filled by stmatrix, epilogue.cuh) and =copy (no TMA
-    store) pass the epilogue tests; the child confirms it ran that variant."""
+    """TK_HOPPER_STORE=stmatrix (staging box filled by stmatrix, epilogue.cuh), =copy (no TMA
+    store), =deferred (rounds stored under the next unit's mainloop) and =tma (stored at once)
+    pass the epilogue tests; the child confirms it ran that variant."""
     env = dict(os.environ, TK_HOPPER_STORE=variant)
     q = subprocess.run([sys.executable, "-c", "import torch_tk; print(torch_tk._C.hopper_store_variant())"], env=env,
                        capture_output=True, text=True, timeout=120)

@@ -90,14 +90,16 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0);
 }
 
-// TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "tma" the
-// default, "copy" (no TMA store), "stmatrix" (staging by stmatrix; opt-in until measured).
+// TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"
+// the default (the last rounds stored under the next unit's mainloop), "tma" (every round
+// stored at once), "copy" (no TMA store), "stmatrix" (staging by stmatrix; measured no faster).
 hopper::StoreVariant store_knob() {
   const char* e = std::getenv("TK_HOPPER_STORE");
   const std::string v = e != nullptr ? e : "";
   return v == "copy" ? hopper::StoreVariant::copy
          : v == "stmatrix" ? hopper::StoreVariant::stmatrix
-                           : hopper::StoreVariant::tma;
+         : v == "tma" ? hopper::StoreVariant::tma
+                      : hopper::StoreVariant::deferred;
 }
 
 const char* decline_reason(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
@@ -182,7 +184,12 @@ hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_
 
 const char* hopper_store_variant() {
   TK_KNOB hopper::StoreVariant store = store_knob();
-  return store == hopper::StoreVariant::copy ? "copy" : store == hopper::StoreVariant::stmatrix ? "stmatrix" : "tma";
+  switch (store) {
+    case hopper::StoreVariant::copy: return "copy";
+    case hopper::StoreVariant::stmatrix: return "stmatrix";
+    case hopper::StoreVariant::deferred: return "deferred";
+    default: return "tma";
+  }
 }
 
 }  // namespace tk

@@ -35,6 +35,7 @@ struct Epilogue {
   float* partial;   // used when splits > 1
   int64_t o_split;
   bool stmatrix = false;  // staging rounds through stmatrix (TK_HOPPER_STORE=stmatrix)
+  bool deferred = false;  // TMA-store rounds stored under the next unit's mainloop (pack_unit)
   int experiment = 0;  // stage-removal bits (kXp*), read only in a TK_EXPERIMENTS build
   void* trace = nullptr;  // kXpTrace: TraceRecord[kTraceRecords] (gemm_kernel.cuh), experiment build
   // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
@@ -96,6 +97,87 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
   }
 }
 
+// C's row pointers and in-bounds flags for this thread's two fragment rows (registers with
+// (r / 2) % 2 == 0 and == 1), hoisted out of the element loops.
+template <typename OutT>
+struct CRows {
+  const OutT* row[2] = {nullptr, nullptr};
+  bool in[2] = {false, false};
+};
+template <bool kHasC, typename OutT>
+__device__ __forceinline__ CRows<OutT> c_rows(const Epilogue<OutT>& ep, int t, int row0, int M) {
+  CRows<OutT> c;
+  if constexpr (kHasC) {
+    const int frow = row0 + wgmma_acc_coord(t, 0).row;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      c.in[i] = frow + 8 * i < M;
+      c.row[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
+    }
+  }
+  return c;
+}
+
+// Accumulator registers r, r + 1 (even r: two neighbouring columns of one row) as the output's
+// 16-bit pair: alpha * acc (+ beta * C), packed in one word (column r's value in the low half).
+template <bool kHasC, typename OutT, int R>
+__device__ __forceinline__ uint32_t out_pair(const float (&acc)[R], int r, const Epilogue<OutT>& ep,
+                                             const CRows<OutT>& c, int t, int n0, int N) {
+  float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
+  if constexpr (kHasC) {
+    const int i = (r / 2) % 2, col = n0 + wgmma_acc_coord(t, r).col;
+    if (c.in[i] && col < N) {
+      const OutT* p = c.row[i] + int64_t(col) * ep.c_s1;
+      v0 += ep.beta * to_f32(p[0]);
+      if (col + 1 < N) v1 += ep.beta * to_f32(p[ep.c_s1]);
+    }
+  }
+  return pack2<OutT>(v0, v1);
+}
+
+// Shared store of the pair of registers r, r + 1 into round H's staging box: MN-major swizzled
+// (kittens::mnmajor_offset, columns as MN, rows as k), or transposed (kT: one 128-B line per
+// column, kittens::kmajor_offset(col, row)) as two 2-byte halves.
+template <class L, int H, bool kT>
+__device__ __forceinline__ void sts_pair(uint32_t stage_base, int t, int r, uint32_t p) {
+  constexpr uint32_t kElem = sizeof(typename L::out_t);
+  const RowCol rc = wgmma_acc_coord(t, r);
+  if constexpr (kT) {
+    const uint32_t col = rc.col - H * L::STORE_COLS;  // even: columns col and col + 1 are two lines
+    asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + kmajor_offset(col, rc.row, kElem)), "h"(uint16_t(p))
+                 : "memory");
+    asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + kmajor_offset(col + 1, rc.row, kElem)),
+                 "h"(uint16_t(p >> 16))
+                 : "memory");
+  } else {
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, kElem)),
+                 "r"(p)
+                 : "memory");
+  }
+}
+
+// One round's 16 packed pairs of a thread (accumulator registers 2p, 2p + 1 from the round's first,
+// p = 0..15) into the 64 x 64 staging box by 4 stmatrix.x4 instead of 16 (or 32) shared stores
+// (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts). `packed`
+// is any array holding them from index P0 on.
+template <bool kT, int P0 = 0, int W>
+__device__ __forceinline__ void stmatrix_round(uint32_t stage_base, int t, const uint32_t (&packed)[W]) {
+  const uint32_t warp = t / 32, lane = t % 32;
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const uint32_t a = stage_base + stmatrix_x4_offset(warp, lane, m, kT);
+    const uint32_t* q = packed + P0 + 4 * m;
+    if constexpr (kT)
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(q[0]),
+                   "r"(q[1]), "r"(q[2]), "r"(q[3])
+                   : "memory");
+    else
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(q[0]), "r"(q[1]),
+                   "r"(q[2]), "r"(q[3])
+                   : "memory");
+  }
+}
+
 // One epilogue round of a consumer warpgroup into its staging buffer: columns H*64 .. H*64+63
 // of its 64-row strip, alpha/beta C applied, as bf16/fp16 in an MN-major swizzled box with
 // columns as MN and rows as k (kittens::mnmajor_offset), so a warp's 4-byte writes hit 32
@@ -103,82 +185,25 @@ __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue
 // the 64 rows contiguous (kittens::kmajor_offset(col, row)), written as 2-byte halves: a warp's
 // store covers 4 columns x 8 rows = 4 16-B chunks, which the swizzle puts in distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
 // The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
-// the tensor cores idle: ~6400 cycles per 128x256 unit measured (in a build whose printf made
-// ptxas serialize the wgmmas, so the mainloop share was overstated) when every
-// element carried its own C test and 64-bit C offset), hence one variant without C (scale, pack,
-// store) and, with C, row pointers hoisted out of the element loop.
+// the tensor cores idle), hence one variant without C (scale, pack, store) and, with C, row
+// pointers hoisted out of the element loop.
 template <class L, int H, bool kHasC, bool kT, bool kStm, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {
-  using OutT = typename L::out_t;
   constexpr int kPairs = L::STORE_COLS / 4;  // accumulator pairs (16-bit pairs) per thread and round
   const int t = thread_in_warpgroup();
-  // This thread's two fragment rows (registers with (r / 2) % 2 == 0 and == 1).
-  const int frow = row0 + wgmma_acc_coord(t, 0).row;
-  const OutT* crow[2] = {nullptr, nullptr};
-  bool row_in[2] = {false, false};
-  if constexpr (kHasC) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      row_in[i] = frow + 8 * i < M;
-      crow[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
-    }
-  }
+  const auto c = c_rows<kHasC>(ep, t, row0, M);
   if constexpr (kStm) {
     // 4 stmatrix.x4 per thread and round instead of 16 (or 32) shared stores
     // (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts).
     uint32_t packed[kPairs];
 #pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-      const int r = H * L::STORE_COLS / 2 + 2 * p;
-      float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-      if constexpr (kHasC) {
-        const int i = (r / 2) % 2, col = n0 + wgmma_acc_coord(t, r).col;
-        if (row_in[i] && col < N) {
-          const OutT* c = crow[i] + int64_t(col) * ep.c_s1;
-          v0 += ep.beta * to_f32(c[0]);
-          if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
-        }
-      }
-      packed[p] = pack2<OutT>(v0, v1);
-    }
-    const uint32_t warp = t / 32, lane = t % 32;
+    for (int p = 0; p < kPairs; ++p) packed[p] = out_pair<kHasC>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
+    stmatrix_round<kT>(stage_base, t, packed);
+  } else {
 #pragma unroll
-    for (int m = 0; m < kPairs / 4; ++m) {
-      const uint32_t a = stage_base + stmatrix_x4_offset(warp, lane, m, kT);
-      if constexpr (kT)
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a),
-                     "r"(packed[4 * m]), "r"(packed[4 * m + 1]), "r"(packed[4 * m + 2]), "r"(packed[4 * m + 3])
-                     : "memory");
-      else
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(packed[4 * m]),
-                     "r"(packed[4 * m + 1]), "r"(packed[4 * m + 2]), "r"(packed[4 * m + 3])
-                     : "memory");
-    }
-    return;
-  }
-#pragma unroll
-  for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2) {
-    const RowCol rc = wgmma_acc_coord(t, r);
-    float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-    if constexpr (kHasC) {
-      const int i = (r / 2) % 2, col = n0 + rc.col;
-      if (row_in[i] && col < N) {
-        const OutT* c = crow[i] + int64_t(col) * ep.c_s1;
-        v0 += ep.beta * to_f32(c[0]);
-        if (col + 1 < N) v1 += ep.beta * to_f32(c[ep.c_s1]);
-      }
-    }
-    if constexpr (kT) {
-      const uint32_t p = pack2<OutT>(v0, v1);
-      const uint32_t col = rc.col - H * L::STORE_COLS;  // even: columns col and col + 1 are two lines
-      const uint32_t off0 = kmajor_offset(col, rc.row, sizeof(OutT)), off1 = kmajor_offset(col + 1, rc.row, sizeof(OutT));
-      asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + off0), "h"(uint16_t(p)) : "memory");
-      asm volatile("st.shared.b16 [%0], %1;" ::"r"(stage_base + off1), "h"(uint16_t(p >> 16)) : "memory");
-    } else {
-      const uint32_t off = mnmajor_offset(rc.col - H * L::STORE_COLS, rc.row, sizeof(OutT));
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(stage_base + off), "r"(pack2<OutT>(v0, v1)) : "memory");
-    }
+    for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2)
+      sts_pair<L, H, kT>(stage_base, t, r, out_pair<kHasC>(acc, r, ep, c, t, n0, N));
   }
 }
 
@@ -194,16 +219,14 @@ __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogu
   }
 }
 
-// TMA-store epilogue round of one consumer warpgroup: stage_round into one of its two buffers,
-// then one thread issues the box store, which runs on while the warpgroup goes on.
-template <class L, int H, bool kT, int R>
-__device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
-                                                int M, int N, int cw) {
+// TMA-store epilogue round H of one consumer warpgroup: `fill(stage_base)` writes one of its
+// staging buffers, then one thread issues the box store, which runs on while the warpgroup goes on.
+template <class L, int H, bool kT, class Fill>
+__device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
+                                          Fill&& fill) {
   const int t = thread_in_warpgroup();
   constexpr int kBuffers = L::STAGING_BUFFERS;
-  uint8_t* buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
-  const uint32_t stage_base = smem_u32(buffer);
+  const uint32_t buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
   // This buffer is free once the store issued from it kBuffers rounds ago has read it: all store
   // groups but the kBuffers - 1 newest have finished reading. With one round per unit (BN = 64)
   // only buffer 0 is used, and the last store must have read it.
@@ -212,7 +235,7 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
     else tma_store_wait_read<kBuffers - 1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);
-  stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N);
+  fill(buffer);
   fence_proxy_async_smem();
   named_barrier(1 + cw, kWarpgroupThreads);
   if (t == 0) {
@@ -222,6 +245,63 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
     else tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
     tma_store_commit();
   }
+}
+
+template <class L, int H, bool kT, int R>
+__device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                int M, int N, int cw) {
+  tma_round<L, H, kT>(tm_out, staging, row0, n0, cw,
+                      [&](uint32_t stage_base) { stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N); });
+}
+
+// Deferred TMA-store epilogue (Epilogue::deferred). After a unit's mainloop the warpgroup stores
+// rounds [0, FIRST_HELD_ROUND) at once and packs the rest of its strip into 16-bit pairs in
+// registers (`held`: alpha, beta C applied); those rounds are stored during the next unit's
+// first k tiles, one per k tile while its wgmmas run (gemm_kernel.cuh), so the tensor pipe does
+// not idle for their staging writes, barriers and waits on earlier TMA reads (~540 cycles per
+// round of a 128 x 256 unit, H100 trace). Holding more than 2 rounds (32 words) beside the next
+// unit's 128 accumulators made ptxas spill, hence gemm_layout::HELD_ROUNDS.
+template <class L, int R, int W>
+__device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held)[W],
+                                          const Epilogue<typename L::out_t>& ep, int row0, int n0, int M, int N) {
+  constexpr int kFirst = L::FIRST_HELD_ROUND * L::STORE_COLS / 2;  // first held accumulator register
+  static_assert(W == (R - kFirst) / 2, "one word per held accumulator pair");
+  const int t = thread_in_warpgroup();
+  if (ep.c == nullptr) {
+    const auto c = c_rows<false>(ep, t, row0, M);
+#pragma unroll
+    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<false>(acc, r, ep, c, t, n0, N);
+  } else {
+    const auto c = c_rows<true>(ep, t, row0, M);
+#pragma unroll
+    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<true>(acc, r, ep, c, t, n0, N);
+  }
+}
+
+// Round H of the held strip into a staging box: stmatrix (4 instructions, 4 lane addresses)
+// rather than 16-32 shared stores, whose precomputed offsets would not fit beside the held words
+// and the next unit's accumulators (ptxas spilled).
+template <class L, int H, bool kT, int W>
+__device__ __forceinline__ void sts_held(uint32_t stage_base, const uint32_t (&held)[W]) {
+  static_assert(L::STORE_COLS == 64, "stmatrix_round covers 64 columns");
+  stmatrix_round<kT, (H - L::FIRST_HELD_ROUND) * L::STORE_COLS / 4>(stage_base, thread_in_warpgroup(), held);
+}
+
+// Stores round h (runtime, < STORE_ROUNDS) of the held strip: template-unrolled so that every
+// `held` index is a constant (the words stay in registers).
+template <class L, int H = L::FIRST_HELD_ROUND, int W>
+__device__ __forceinline__ void store_held_round(int h, bool transposed, const uint32_t (&held)[W],
+                                                 const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                 int cw) {
+  if (h == H) {
+    if (transposed)
+      tma_round<L, H, true>(tm_out, staging, row0, n0, cw, [&](uint32_t base) { sts_held<L, H, true>(base, held); });
+    else
+      tma_round<L, H, false>(tm_out, staging, row0, n0, cw, [&](uint32_t base) { sts_held<L, H, false>(base, held); });
+    return;
+  }
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_held_round<L, H + 1>(h, transposed, held, tm_out, staging, row0, n0, cw);
 }
 
 // Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
@@ -281,15 +361,17 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
 // TMA-store epilogue of one consumer warpgroup's unit: STORE_ROUNDS rounds of store_round_tma.
 // Rounds are template-unrolled so every accumulator index is a constant (acc stays in registers).
 // kT: the transposed box (swap-AB, store_mode kStoreTmaTransposed).
-template <class L, bool kT, int H = 0, int R>
+// kEnd < STORE_ROUNDS: rounds [0, kEnd) only (the deferred epilogue's immediate rounds).
+template <class L, bool kT, int kEnd = L::STORE_ROUNDS, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                               const CUtensorMap* tm_out, uint8_t* staging, int row0, int n0,
+                                               const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
                                                int M, int N, int cw) {
   static_assert(L::STORE_ROUNDS % L::STAGING_BUFFERS == 0 || L::STORE_ROUNDS == 1,
                 "buffer order must run on across units");
-  store_round_tma<L, H, kT>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
-  if constexpr (H + 1 < L::STORE_ROUNDS)
-    store_unit_tma<L, kT, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  if constexpr (H < kEnd) {
+    store_round_tma<L, H, kT>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+    store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+  }
 }
 
 // Fused split-K finish, by each consumer warpgroup after it stored its split's partial sums (in

@@ -53,6 +53,17 @@ struct gemm_layout {
 #endif
   static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
   static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;
+  // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
+  // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
+  // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
+  // Not in the (opt-in) stream-K kernels, whose tail state leaves no registers for them.
+#ifndef TK_HELD_ROUNDS
+#define TK_HELD_ROUNDS 2
+#endif
+  static constexpr int HELD_ROUNDS = STREAM_K_ ? 0 : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
+  static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
+  static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
+  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
   // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13.
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
@@ -342,6 +353,19 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       enter_tail(u, in_sk);
       return u;
     };
+    // Deferred epilogue (ep.deferred, TMA-store modes): the previous unit's strip as packed
+    // 16-bit pairs, its rounds [held_round, STORE_ROUNDS) not yet stored (epilogue.cuh pack_unit).
+    uint32_t held[L::HELD_WORDS];
+    int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
+    uint8_t* const my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
+    const uint32_t my_staging_s = smem_u32(my_staging);
+    auto store_held = [&]() {
+      if constexpr (L::kDeferred) {
+        store_held_round<L>(held_round, store_mode == kStoreTmaTransposed, held, &tm_out, my_staging_s, held_row0,
+                            held_n0, cw);
+        ++held_round;
+      }
+    };
     int u = first_unit;
     enter_tail(u, in_sk);
     bool more = in_sk ? u < sk_hi : u < units;
@@ -370,6 +394,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           mma::mma(acc, pack_desc(a_lo + stage_step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
                    pack_desc(b_lo + stage_step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
         wgmma_commit();
+        // A held round of the previous unit goes out while this k tile's wgmmas run.
+        if (held_round < L::STORE_ROUNDS) store_held();
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
         fence_regs(acc);
@@ -407,13 +433,24 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
       }
       if constexpr (L::kTmaStore) {
-        uint8_t* my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
+        if constexpr (L::kDeferred) {
+          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
+            while (held_round < L::STORE_ROUNDS) store_held();  // a unit of fewer k tiles than rounds
+            if (store_mode == kStoreTma)
+              store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
+            else
+              store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
+            pack_unit<L>(acc, held, ep, row0, n0, M, N);
+            held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
+            continue;
+          }
+        }
         if (store_mode == kStoreTma) {
-          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
+          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
           continue;
         }
         if (store_mode == kStoreTmaTransposed) {
-          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging, row0, n0, M, N, cw);
+          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
           continue;
         }
         if (store_mode == kStoreStaged) {
@@ -431,6 +468,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
       write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
+    while (held_round < L::STORE_ROUNDS) store_held();  // the last unit's
     if constexpr (L::kTmaStore) {
       if ((store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && thread_in_warpgroup() == 0)
         tma_store_wait<0>();  // global writes done before exit

@@ -11,8 +11,10 @@ enum class DType : int { bf16 = 0, fp16 = 1, fp32 = 2 };
 
 // How the 16-bit-output epilogue fills its staging box (TK_HOPPER_STORE, read in dispatch.cpp):
 // tma: shared stores, TMA box stores; copy: no TMA store (staged copy-out, or register stores
-// under swap-AB); stmatrix: as tma, the box filled by stmatrix (epilogue.cuh stage_round_impl).
-enum class StoreVariant : int { tma = 0, copy = 1, stmatrix = 2 };
+// under swap-AB); stmatrix: as tma, the box filled by stmatrix (epilogue.cuh stage_round_impl);
+// deferred (the default): as tma, the last rounds stored under the next unit's mainloop
+// (epilogue.cuh pack_unit).
+enum class StoreVariant : int { tma = 0, copy = 1, stmatrix = 2, deferred = 3 };
 
 // out[M,N] (row-major, ld = N) = alpha * A @ B + beta * C, with C read as c[m*c_s0 + n*c_s1].
 // A is M x K: a_mn == false -> row-major (k contiguous, ld = lda), true -> column-major (m contiguous).
@@ -38,7 +40,7 @@ struct GemmArgs {
   int* unit_counter; // zeroed ints, when plan.dynamic, plan.sk_tiles > 0 or plan.fused_split: the
                      // ticket counter, then the ready flags: 2 per CTA (stream-K) or per unit
                      // (fused split-K); the kernel leaves them changed
-  StoreVariant store = StoreVariant::tma;
+  StoreVariant store = StoreVariant::deferred;
   // The kernel just before on the stream is this call's re-pitch copy (pad_lines_launch): the
   // GEMM is launched as its programmatic dependent (its prologue overlaps the copy's tail; the
   // producer waits for the copy before its first load).

@@ -124,6 +124,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // stores under swap-AB).
   const bool copy_store = g.store == StoreVariant::copy;
   ep.stmatrix = g.store == StoreVariant::stmatrix;
+  ep.deferred = g.store == StoreVariant::deferred;
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).
