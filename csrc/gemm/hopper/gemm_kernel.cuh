@@ -190,7 +190,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
       kr = seg.k;
     } else {
-      if (splits == 1) {  // no division for the split (the unsplit plans' common case)
+      // No division for the split (the unsplit plans' common case; 64-row plans never split,
+      // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
+      // its 64-bit division helper once the deferred epilogue's registers were live).
+      if (L::BM == 64 || splits == 1) {
         w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
         kr = KRange{0, k_tiles};
       } else {
@@ -359,12 +362,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
     uint8_t* const my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
     const uint32_t my_staging_s = smem_u32(my_staging);
-    auto store_held = [&]() {
-      if constexpr (L::kDeferred) {
-        store_held_round<L>(held_round, store_mode == kStoreTmaTransposed, held, &tm_out, my_staging_s, held_row0,
-                            held_n0, cw);
-        ++held_round;
-      }
+    // Stores held round h (< STORE_ROUNDS) of the previous unit.
+    auto store_held = [&](int h) {
+      if constexpr (L::kDeferred)
+        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, my_staging_s, held_row0, held_n0, cw);
     };
     int u = first_unit;
     enter_tail(u, in_sk);
@@ -395,7 +396,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                    pack_desc(b_lo + stage_step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
         wgmma_commit();
         // A held round of the previous unit goes out while this k tile's wgmmas run.
-        if (held_round < L::STORE_ROUNDS) store_held();
+        if (held_round < L::STORE_ROUNDS) store_held(held_round++);
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
         fence_regs(acc);
@@ -435,7 +436,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::kTmaStore) {
         if constexpr (L::kDeferred) {
           if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
-            while (held_round < L::STORE_ROUNDS) store_held();  // a unit of fewer k tiles than rounds
+            while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             if (store_mode == kStoreTma)
               store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
             else
@@ -468,7 +469,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
       write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
-    while (held_round < L::STORE_ROUNDS) store_held();  // the last unit's
+    while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
     if constexpr (L::kTmaStore) {
       if ((store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && thread_in_warpgroup() == 0)
         tma_store_wait<0>();  // global writes done before exit

@@ -85,6 +85,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS > 2))
     return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
   if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
+  if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
