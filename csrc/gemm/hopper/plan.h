@@ -71,10 +71,10 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0) {
+                          int bm64_bn = 0, bool force_swap = false) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
-  p.swap_ab = M <= 256 && N > M;
+  p.swap_ab = (M <= 256 && N > M) || force_swap;  // force_swap: A/B knob (TK_HOPPER_SWAP)
   int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
   const bool narrow = all_widths && k_tiles <= fill_narrow_max_k_tiles;
