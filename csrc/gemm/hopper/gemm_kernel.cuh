@@ -1,7 +1,8 @@
 // Hopper GEMM v1: TMA -> 128-B swizzled shared ring (mbarrier full/empty) -> wgmma -> registers.
 // One producer warpgroup (a single lane issues TMA) and BM / 64 consumer warpgroups, each owning
-// a 64 x BN strip of the BM x BN output tile; fp32 accumulate; epilogue writes straight from the
-// accumulator fragments with the addmm alpha/beta/C terms and bounds masks for the tails.
+// a 64 x BN strip of the BM x BN output tile; fp32 accumulate; the epilogue (epilogue.cuh) applies
+// the addmm alpha/beta/C terms and stores through swizzled staging boxes and TMA (its last rounds
+// deferred under the next unit's mainloop), or from registers for partials and fp32 outputs.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
