@@ -58,7 +58,7 @@ PYBIND11_MODULE(_C, m) {
       "process's TK_HOPPER_* knobs (read once) and the device's SM count. Skinny-kernel calls "
       "(hopper_skinny_plan) are decided before it.");
   m.def("hopper_store_variant", &tk::hopper_store_variant,
-        "The 16-bit epilogue's staging variant this process uses: 'tma' (default), 'copy' or 'stmatrix' "
+        "The 16-bit epilogue's store variant this process uses: 'deferred' (default), 'tma', 'copy' or 'stmatrix' "
         "(TK_HOPPER_STORE, read once).");
 #elif defined(TK_WITH_HIP)
   m.attr("has_cuda_kernels") = true;  // ROCm torch: the CDNA3 kernel under the CUDA dispatch key
@@ -108,43 +108,47 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
   m.def("sk_tiles", &kittens::sk_tiles, py::arg("tiles"), py::arg("grid"));
+  m.def("sk_fill_tiles", &kittens::sk_fill_tiles, py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"),
+        py::arg("min_iters"));
   m.def(
       "sk_partition",
-      [](int64_t tiles, int k_tiles, int grid) {
-        // Per CTA, the segments it walks (kittens/common/stream_k.h), as the kernel would.
-        const int sk = kittens::sk_tiles(tiles, grid);
+      [](int64_t tiles, int k_tiles, int grid, bool fill) {
+        // Per CTA, the segments it walks (kittens/common/stream_k.h), in the kernel's order (from
+        // the back of its range): the tail's tiles, or with fill = True every tile (fill mode).
+        const int sk = fill ? kittens::sk_fill_tiles(tiles, k_tiles, grid, 1) : kittens::sk_tiles(tiles, grid);
         const int64_t iters = int64_t(sk) * k_tiles;
         py::list ctas;
         for (int c = 0; c < grid && sk > 0; ++c) {
           py::list segs;
-          const int64_t end = kittens::sk_begin(c + 1, iters, grid);
-          for (int64_t it = kittens::sk_begin(c, iters, grid); it < end;) {
-            const auto s = kittens::sk_segment(it, end, k_tiles, iters, grid);
+          const int64_t begin = kittens::sk_begin(c, iters, grid);
+          for (int64_t it = kittens::sk_begin(c + 1, iters, grid); it > begin;) {
+            const auto s = kittens::sk_segment_back(it, begin, k_tiles, iters, grid);
             segs.append(py::make_tuple(s.tile, s.k.begin, s.k.end, s.slot, s.slots));
-            it += s.k.end - s.k.begin;
+            it -= s.k.end - s.k.begin;
           }
           ctas.append(segs);
         }
         return ctas;
       },
-      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"));
+      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"), py::arg("fill") = false);
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
-         int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split, bool bm64) {
+         int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split, bool bm64,
+         int stream_k_fill) {
         return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
                                                fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split,
-                                               bm64));
+                                               bm64, 0, false, stream_k_fill));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
       py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
-      py::arg("bm64") = true,
+      py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",
-      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m) {
-        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m);
+      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m, int rows_tn2) {
+        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m, rows_tn2);
         py::dict d;
         d["use"] = p.use;
         d["rows"] = p.rows;
@@ -155,6 +159,7 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("a_k_contig") = true, py::arg("b_k_contig") = true,
       py::arg("sms") = 132, py::arg("max_m") = tk::hopper::kSkinnyMaxM,
+      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2,
       "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h).");
   m.def(
       "mma16816_coord",

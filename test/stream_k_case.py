@@ -1,5 +1,7 @@
-"""GPU check of the opt-in stream-K tail, run by test_stream_k_gpu.py in a child process with
-TK_HOPPER_STREAMK=1 (the dispatcher reads its knobs once per process).
+"""GPU check of the stream-K kernels, run by test_stream_k_gpu.py in a child process (the
+dispatcher reads its knobs once per process): `tail` (argument; TK_HOPPER_STREAMK=1, the last
+wave's tiles by k iteration) or `fill` (TK_HOPPER_SK_FILL=2: fewer 128x256 tiles than SMs, every
+tile by k iteration over all SMs, up to several CTAs per tile).
 
 For each shape x layout x dtype: the plan must put tiles in the tail, the output is poisoned
 (NaN-filled allocator blocks) before each of two calls, both calls must give the same bits, the
@@ -17,6 +19,10 @@ TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
 # Several waves with a part-idle last one (tiles on 132 SMs: 153, 165, 512 -> tails of 153, 165,
 # 248), K tails, and K of 2 k tiles (one-k-tile segments).
 SHAPES = [(2049, 2055, 1000), (4097, 1100, 520), (4096, 4096, 512), (2049, 2055, 72)]
+# Fill mode (132 SMs): 112 swapped tiles, 54-55 k tiles per CTA (2-3 CTAs per tile); 32 tiles x
+# 224 k tiles (4-6 CTAs per tile); unswapped 64 tiles with an N and a K tail; 15 tiles of 256 k
+# tiles (8-9 CTAs per tile, 29 k tiles each).
+FILL_SHAPES = [(256, 14336, 4096), (256, 4096, 14336), (1024, 2000, 3000), (300, 1100, 16384)]
 LAYOUTS = [("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")]
 
 
@@ -26,13 +32,13 @@ def poison(nbytes):
     del junk
 
 
-def main():
+def main(mode):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     failures, cases = [], 0
-    for M, N, K in SHAPES:
-        plan = torch_tk._C.hopper_plan(M, N, K, sms, allow_stream_k=True)
+    for M, N, K in SHAPES if mode == "tail" else FILL_SHAPES:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0)
         if plan["sk_tiles"] == 0:
-            failures.append(f"{M}x{N}x{K}: no stream-K tail planned on {sms} SMs: {plan}")
+            failures.append(f"{M}x{N}x{K}: no stream-K {mode} planned on {sms} SMs: {plan}")
             continue
         for dtype in (torch.bfloat16, torch.float16):
             for lay in LAYOUTS:
@@ -56,11 +62,11 @@ def main():
                 if not err < TOL[dtype]:
                     failures.append(f"{what}: relative error {err:.3e}")
                 cases += 1
-    print(f"stream-K: {cases} cases, {len(failures)} failures")
+    print(f"stream-K {mode}: {cases} cases, {len(failures)} failures")
     for f in failures:
         print("  " + f)
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "tail"))

@@ -506,6 +506,34 @@ def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
 # ============================================================================ stream-K tail (stream_k.h)
 
 
+def check_sk_partition(ctas, sk, k_tiles, grid):
+    """The invariants of a stream-K partition in the kernel's walk order (stream_k.h): balanced
+    ranges, each tile covered once by consecutive CTAs in slot order, at most one partial per
+    CTA and it is the first segment a CTA walks (so a finisher, the tile's last slot, waits only
+    on lower-numbered CTAs, which produced their partial first). Returns the slots per tile."""
+    assert len(ctas) == grid
+    counts = [sum(e - b for _, b, e, _, _ in segs) for segs in ctas]
+    assert max(counts) - min(counts) <= 1 and min(counts) >= 1
+    assert sum(counts) == sk * k_tiles
+    covered = {}
+    for c, segs in enumerate(ctas):
+        tiles_seen = [t for t, *_ in segs]
+        assert tiles_seen == sorted(tiles_seen, reverse=True) and len(set(tiles_seen)) == len(tiles_seen)
+        for i, (t, b, e, slot, slots) in enumerate(segs):
+            assert 0 <= t < sk and 0 <= b < e <= k_tiles and 0 <= slot < slots
+            if slot < slots - 1:  # a partial: a tile's head, walked first
+                assert i == 0 and b == 0 and e < k_tiles
+            covered.setdefault(t, []).append((slot, b, e, slots, c))
+    assert sorted(covered) == list(range(sk))
+    for t, parts in covered.items():
+        parts.sort()
+        assert [p[0] for p in parts] == list(range(len(parts))) and all(p[3] == len(parts) for p in parts)
+        assert parts[0][1] == 0 and parts[-1][2] == k_tiles
+        assert all(parts[i][2] == parts[i + 1][1] for i in range(len(parts) - 1))  # contiguous, in order
+        assert all(parts[i][4] + 1 == parts[i + 1][4] for i in range(len(parts) - 1))  # CTAs c, c + 1, ...
+    return {t: len(parts) for t, parts in covered.items()}
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.integers(1, 20000), st.integers(1, 300), st.integers(1, 132))
 def test_stream_k_tail_covers_each_sk_tile_once_in_two_slots(tiles, k_tiles, grid):
@@ -516,29 +544,22 @@ def test_stream_k_tail_covers_each_sk_tile_once_in_two_slots(tiles, k_tiles, gri
         return
     assert sk == grid + r and (tiles - sk) % grid == 0  # the whole tiles fill whole waves
     ctas = _C.sk_partition(tiles, k_tiles, grid)
-    assert len(ctas) == grid
-    counts = [sum(e - b for _, b, e, _, _ in segs) for segs in ctas]
-    assert max(counts) - min(counts) <= 1 and min(counts) >= k_tiles  # balanced, >= one tile each
-    assert sum(counts) == sk * k_tiles
-    covered = {}
-    for c, segs in enumerate(ctas):
-        tiles_seen = [t for t, *_ in segs]
-        assert tiles_seen == sorted(tiles_seen) and len(set(tiles_seen)) == len(tiles_seen)
-        for i, (t, b, e, slot, slots) in enumerate(segs):
-            assert 0 <= t < sk and 0 <= b < e <= k_tiles and slots in (1, 2) and 0 <= slot < slots
-            # only a CTA's first segment can be a tail, only its last a head of a split tile
-            if slot == 1:
-                assert i == 0 and b > 0
-            if slots == 2 and slot == 0:
-                assert i == len(segs) - 1 and b == 0 and e < k_tiles
-            covered.setdefault(t, []).append((slot, b, e, slots, c))
-    assert sorted(covered) == list(range(sk))
-    for t, parts in covered.items():
-        parts.sort()
-        assert [p[0] for p in parts] == list(range(len(parts))) and all(p[3] == len(parts) for p in parts)
-        assert parts[0][1] == 0 and parts[-1][2] == k_tiles
-        assert all(parts[i][2] == parts[i + 1][1] for i in range(len(parts) - 1))  # contiguous, in order
-        assert all(parts[i][4] + 1 == parts[i + 1][4] for i in range(len(parts) - 1))  # head CTA c, tail c + 1
+    assert min(sum(e - b for _, b, e, _, _ in segs) for segs in ctas) >= k_tiles  # >= one tile each
+    assert max(check_sk_partition(ctas, sk, k_tiles, grid).values()) <= 2
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 132))
+def test_stream_k_fill_covers_every_tile_once(tiles, k_tiles, grid):
+    sk = _C.sk_fill_tiles(tiles, k_tiles, grid, 1)
+    if tiles >= grid or tiles * k_tiles < grid:
+        assert sk == 0 and _C.sk_partition(tiles, k_tiles, grid, fill=True) == []
+        return
+    assert sk == tiles
+    slots = check_sk_partition(_C.sk_partition(tiles, k_tiles, grid, fill=True), sk, k_tiles, grid)
+    per = tiles * k_tiles // grid  # a tile meets at most ceil((k_tiles - 1) / per) + 1 ranges
+    assert max(slots.values()) <= -(-(k_tiles - 1) // per) + 1
+    assert _C.sk_fill_tiles(tiles, k_tiles, grid, 16) == (sk if tiles * k_tiles >= 16 * grid else 0)
 
 
 def test_stream_k_tail_examples():
@@ -551,10 +572,17 @@ def test_stream_k_tail_examples():
     assert _C.sk_tiles(2 * 132 + 120, 132) == 252  # idle 12/132 of one of 3 waves: 3%
     assert _C.sk_tiles(100 * 132 + 1, 132) == 0  # idle 131/132 of one of 101 waves: 0.98%
     assert _C.sk_tiles(112, 132) == 0            # fewer tiles than SMs: split-K's case
-    # 512 tiles, 64 k tiles (4096^3): 248 * 64 = 15872 iterations, 120 or 121 per CTA
+    # 512 tiles, 64 k tiles (4096^3): 248 * 64 = 15872 iterations, 120 or 121 per CTA, each
+    # walked from the back: CTA 0 stores tile 1's head as a partial, then computes tile 0 whole;
+    # CTA 1 first stores tile 2's head, then finishes tile 1 with CTA 0's partial
     ctas = _C.sk_partition(512, 64, 132)
-    assert ctas[0] == [(0, 0, 64, 0, 1), (1, 0, 56, 0, 2)]
-    assert ctas[1][0] == (1, 56, 64, 1, 2)
+    assert ctas[0] == [(1, 0, 56, 0, 2), (0, 0, 64, 0, 1)]
+    assert ctas[1] == [(2, 0, 48, 0, 2), (1, 56, 64, 1, 2)]
+    # fill: 112 tiles of 64 k tiles on 132 CTAs (256x14336x4096 swapped): 54-55 per CTA, up to 3
+    # CTAs per tile
+    ctas = _C.sk_partition(112, 64, 132, fill=True)
+    assert ctas[0] == [(0, 0, 54, 0, 2)] and ctas[1] == [(1, 0, 44, 0, 2), (0, 54, 64, 1, 2)]
+    assert _C.sk_fill_tiles(112, 64, 132, 16) == 112 and _C.sk_fill_tiles(32, 64, 132, 16) == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -562,7 +590,7 @@ def test_stream_k_tail_examples():
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner (the 64-row rules are checked last)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **kw)
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -615,8 +643,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2)
-    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0)
     if b["bm"] == 128:
         assert b == p
     elif not b["swap_ab"]:
@@ -628,6 +656,18 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert p["swap_ab"] and all_widths and p["splits"] > 1
         assert b["splits"] == 1 and b["bn"] <= 128 and b["cluster"] == 1 and b["sk_tiles"] == 0
         assert b["units"] == n_tiles(b["bn"], 64) and b["grid"] == min(b["units"], sms)
+    # stream-K fill: fewer 128x256 tiles than SMs, each CTA >= 16 k tiles; level 1 only where the
+    # plan was 128x256 unsplit unclustered already, level 2 also for kernels wider than 128
+    t256 = n_tiles(256)
+    fill_ok = all_widths and _C.sk_fill_tiles(t256, k_tiles, sms, 16) > 0 and t256 + t256 * k_tiles < 2**31
+    for level in (1, 2):
+        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level)
+        want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
+        if want:
+            assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
+                         "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False}
+        else:
+            assert f == b
 
 
 def test_hopper_plan_examples():

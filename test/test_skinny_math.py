@@ -103,6 +103,8 @@ def test_skinny_plan_tiles(M):
     assert p["tn"] == (1 if M <= 8 else 2)  # 8-token mma tiles covering M
     assert p["rows"] == 16 and p["warps"] == 8
     assert p["grid"] == 4096 // 16
+    q = _C.hopper_skinny_plan(M, 4096, 4096, rows_tn2=32)  # 32 weight rows per CTA above 8 tokens
+    assert (q["rows"], q["grid"]) == ((16, 256) if M <= 8 else (32, 128))
 
 
 def test_skinny_plan_declines():

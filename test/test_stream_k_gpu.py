@@ -1,6 +1,7 @@
-"""The opt-in stream-K tail (TK_HOPPER_STREAMK=1) on an H100/H200: correctness, bitwise
-repeatability and that the tail ran, checked in a child process (test/stream_k_case.py) because
-the dispatcher reads its environment knobs once per process."""
+"""The stream-K kernels on an H100/H200 -- the opt-in tail (TK_HOPPER_STREAMK=1) and the fill mode
+(TK_HOPPER_SK_FILL=2) -- correctness, bitwise repeatability and that stream-K ran, checked in a
+child process (test/stream_k_case.py) because the dispatcher reads its environment knobs once per
+process."""
 import os
 import subprocess
 import sys
@@ -21,10 +22,12 @@ def _hopper():
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
-def test_stream_k_tail_in_child_process():
-    env = dict(os.environ, TK_HOPPER_STREAMK="1", PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+@pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0"}),
+                                       ("fill", {"TK_HOPPER_SK_FILL": "2"})])
+def test_stream_k_in_child_process(mode, knob):
+    env = dict(os.environ, **knob, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
     # A hang (a flag never raised) must fail the test, not the run: time-boxed.
-    r = subprocess.run([sys.executable, os.path.join(HERE, "stream_k_case.py")], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, os.path.join(HERE, "stream_k_case.py"), mode], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert "0 failures" in r.stdout

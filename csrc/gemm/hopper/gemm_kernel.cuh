@@ -172,9 +172,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
   const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
-  // Stream-K: whole-tile units [0, dp_units), then this CTA's tail iterations, encoded as unit
-  // ids dp_units + iteration in [sk_lo, sk_hi). A schedule switches to them (in_sk) once its
-  // next whole-tile id is past dp_units.
+  // Stream-K: whole-tile units [0, dp_units), then this CTA's stream-K iterations [sk_lo, sk_hi)
+  // (offset by dp_units), walked from the back: in stream-K mode (in_sk) a unit id is the end of
+  // the iterations still to do. A schedule switches to them once its next whole-tile id is past
+  // dp_units.
   const int dp_units = units - (L::kStreamK ? ep.sk_tiles : 0);
   const int64_t sk_iters = int64_t(L::kStreamK ? ep.sk_tiles : 0) * k_tiles;
   const int sk_lo = dp_units + int(sk_begin(blockIdx.x, sk_iters, gridDim.x));
@@ -182,12 +183,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // Producer and consumers walk the same units: the switch to the tail, and what a unit is.
   auto enter_tail = [&](int& u, bool& in_sk) {
     if constexpr (L::kStreamK) {
-      if (!in_sk && u >= dp_units) in_sk = true, u = sk_lo;
+      if (!in_sk && u >= dp_units) in_sk = true, u = sk_hi;
     }
   };
   auto decode = [&](int u, bool in_sk, WorkUnit& w, KRange& kr, SkSegment& seg) {
     if (L::kStreamK && in_sk) {
-      seg = sk_segment(u - dp_units, sk_hi - dp_units, k_tiles, sk_iters, gridDim.x);
+      seg = sk_segment_back(u - dp_units, sk_lo - dp_units, k_tiles, sk_iters, gridDim.x);
       w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
       kr = seg.k;
     } else {
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       bool in_sk = false;
       int u = first_unit;
       enter_tail(u, in_sk);
-      while (in_sk ? u < sk_hi : u < units) {
+      while (in_sk ? u > sk_lo : u < units) {
         WorkUnit w;
         KRange kr;
         SkSegment seg;
@@ -269,7 +270,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
         }
         if (L::kStreamK && in_sk) {
-          u += kr.end - kr.begin;
+          u -= kr.end - kr.begin;
           continue;
         }
         if (dynamic) {
@@ -348,11 +349,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       ++received;
       return v;
     };
-    // Stream-K tail: the same walk as the producer's (in_sk); `seg` of the current tail segment.
+    // Stream-K: the same walk as the producer's (in_sk); `seg` of the current stream-K segment.
     bool in_sk = false;
     SkSegment seg{};
     auto advance = [&](int u) {
-      if (L::kStreamK && in_sk) return u + (seg.k.end - seg.k.begin);
+      if (L::kStreamK && in_sk) return u - (seg.k.end - seg.k.begin);
       u = next_unit(u);
       enter_tail(u, in_sk);
       return u;
@@ -370,7 +371,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     };
     int u = first_unit;
     enter_tail(u, in_sk);
-    bool more = in_sk ? u < sk_hi : u < units;
+    bool more = in_sk ? u > sk_lo : u < units;
     WorkUnit w_next{};
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
@@ -404,7 +405,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
-      more = in_sk ? u < sk_hi : u < units;
+      more = in_sk ? u > sk_lo : u < units;
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
@@ -414,24 +415,30 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
       if constexpr (L::kStreamK) {
-        if (unit_in_sk && unit_seg.slots == 2) {
-          // Tail: hand the partial sums to the head's CTA (blockIdx.x - 1) and stop here. Head:
-          // add the tail's sums (two addends: the same bits in either order), then store.
+        if (unit_in_sk && unit_seg.slots > 1) {
+          // A tile shared by CTAs blockIdx.x - slot .. (stream_k.h): all but its last slot store
+          // their partial sums (one per CTA) and release a flag; the last adds them in slot
+          // order (fixed: the same bits every run), then stores the tile.
           const int t = thread_in_warpgroup();
-          const int part = unit_seg.slot == 1 ? int(blockIdx.x) : int(blockIdx.x) + 1;
-          float* ws = ep.partial + (int64_t(part) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
-          int* flag = ep.ready_flags + part * L::CONSUMERS + cw;
-          if (unit_seg.slot == 1) {
+          auto partial = [&](int cta) {
+            return ep.partial + (int64_t(cta) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
+          };
+          if (unit_seg.slot < unit_seg.slots - 1) {
+            float* ws = partial(blockIdx.x);
 #pragma unroll
             for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
             named_barrier(1 + cw, kWarpgroupThreads);
-            if (t == 0) flag_release(flag);
+            if (t == 0) flag_release(ep.ready_flags + blockIdx.x * L::CONSUMERS + cw);
             continue;
           }
-          if (t == 0) flag_acquire_wait(flag);
-          named_barrier(1 + cw, kWarpgroupThreads);
+          for (int j = unit_seg.slot; j >= 1; --j) {
+            const int cta = int(blockIdx.x) - j;
+            if (t == 0) flag_acquire_wait(ep.ready_flags + cta * L::CONSUMERS + cw);
+            named_barrier(1 + cw, kWarpgroupThreads);
+            const float* ws = partial(cta);
 #pragma unroll
-          for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+            for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+          }
         }
       }
       if constexpr (L::kTmaStore) {

@@ -66,12 +66,19 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
 constexpr int kFillNarrowMaxKTiles = 128;
 // Dynamic schedule only when a unit's mainloop hides the ticket's atomic round trip (~1 us).
 constexpr int kDynamicMinKTiles = 8;
+// Stream-K fill: each CTA gets at least this many k tiles (stream_k.h sk_fill_tiles).
+constexpr int kFillMinIters = 16;
+// The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
+constexpr int kStreamKFill = 0;
 // bm64 (default on; TK_HOPPER_BM64=0 turns it off): the two 64-row tile rules below.
+// stream_k_fill: fewer 128 x 256 tiles than SMs run as stream-K over all SMs (stream_k.h fill
+// mode) -- 1: when the plan is already 128 x 256 unsplit (e.g. 112 tiles on 132 SMs); 2: also
+// instead of narrower tiles or split-K, when the kernel's columns exceed 128.
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0, bool force_swap = false) {
+                          int bm64_bn = 0, bool force_swap = false, int stream_k_fill = 0) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
   p.swap_ab = (M <= 256 && N > M) || force_swap;  // force_swap: A/B knob (TK_HOPPER_SWAP)
@@ -122,6 +129,19 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
   p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
+  // Stream-K fill: every tile to stream-K over all SMs (needs the 16-bit-output 128 x 256 kernels).
+  if (stream_k_fill > 0 && all_widths) {
+    const bool base_swap = (M <= 256 && N > M) || force_swap;
+    const int r = base_swap ? N : M, c = base_swap ? M : N;
+    const int64_t t256 = plan_tiles(r, c, 128, 256);
+    const bool as_planned = p.bm == 128 && p.bn == 256 && p.splits == 1 && p.cluster == 1;
+    const int sk = kittens::sk_fill_tiles(t256, k_tiles, num_sms, kFillMinIters);
+    if (sk > 0 && (as_planned || (stream_k_fill >= 2 && c > 128)) && t256 + int64_t(sk) * k_tiles < (int64_t(1) << 31)) {
+      p.swap_ab = base_swap, p.bm = 128, p.bn = 256, p.splits = 1, p.cluster = 1;
+      p.units = t256, p.grid = num_sms, p.dynamic = false, p.sk_tiles = sk, p.fused_split = false;
+      return p;
+    }
+  }
   // Stream-K tail (opt-in, 128 x 256 unclustered unsplit kernels only); unit ids encode tail
   // iterations past the whole-tile units, so they must stay below 2^31.
   if (allow_stream_k && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {

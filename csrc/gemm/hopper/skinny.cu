@@ -21,6 +21,7 @@ template <typename T, typename OutT>
 const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   if (sp.rows == 16 && sp.tn == 1) return launch_tile<T, OutT, 1, 1>(g, sp, s);
   if (sp.rows == 16 && sp.tn == 2) return launch_tile<T, OutT, 1, 2>(g, sp, s);
+  if (sp.rows == 32 && sp.tn == 2) return launch_tile<T, OutT, 2, 2>(g, sp, s);
   return "no skinny kernel for this (rows, tn)";
 }
 

@@ -1,15 +1,22 @@
-// Stream-K tail partition (host-testable; used by the opt-in TK_HOPPER_STREAMK=1 kernels, which
-// measured slower than whole tiles on an H100 -- benchmarks/NOTES.md).
+// Stream-K partition (host-testable; used by the Hopper stream-K kernels, gemm_kernel.cuh).
 //
 // Idea (Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition
-// for Dense Matrix Multiplication on the GPU", PPoPP 2023): with tiles = W * grid + r whole tiles
-// (W >= 1, 0 < r < grid), the last wave keeps only r of the grid's CTAs busy. Here the last
-// grid + r tiles (the "sk tiles") are instead cut into their k iterations, (grid + r) * k_tiles
-// of them, dealt out evenly: CTA c takes iterations [c * I / grid, (c + 1) * I / grid). The
-// tiles before them (a whole number of waves) stay whole. Every CTA gets at least k_tiles
-// iterations, so a tile is covered by at most two CTAs: a head segment (slot 0, from k = 0) and
-// a tail segment (slot 1). Two fp32 partials summed in either order give the same bits, so the
-// result does not depend on timing.
+// for Dense Matrix Multiplication on the GPU", PPoPP 2023): the last "sk tiles" of a GEMM are
+// cut into their k iterations, sk_tiles * k_tiles of them, dealt out evenly: CTA c takes
+// iterations [c * I / grid, (c + 1) * I / grid). Two uses:
+//  - tail (sk_tiles): with tiles = W * grid + r whole tiles (W >= 1, 0 < r < grid) the last wave
+//    keeps only r CTAs busy; the last grid + r tiles go to stream-K, the rest stay whole. Every
+//    CTA then gets >= k_tiles iterations, so a tile is covered by at most two CTAs.
+//  - fill (sk_fill_tiles): fewer tiles than CTAs; every tile goes to stream-K, so every SM works
+//    (e.g. 112 tiles on 132 SMs). A tile may then be covered by several CTAs.
+// The CTAs covering a tile are consecutive; its "slots" are numbered from the CTA holding k tile
+// 0. The finisher is the last slot (the CTA holding the tile's last k tile): the others store
+// fp32 partials and release a flag, the finisher waits for them, adds them in slot order (a
+// fixed order: the bits do not depend on timing) and stores the tile.
+// Each CTA walks its range from the back (sk_segment_back): its non-finisher segment (the head
+// of a tile, at the end of its range) comes first, its finisher segments after, so partials are
+// ready early and a CTA waits only on lower-numbered CTAs, launched before it -- never on one
+// that may not be resident yet (e.g. when other kernels hold SMs).
 #pragma once
 #include "base.h"
 #include "raster.h"
@@ -36,23 +43,31 @@ TK_HD int sk_cta_of(int64_t iter, int64_t iters, int grid) {
   return static_cast<int>(((iter + 1) * grid - 1) / iters);
 }
 
+// Fill mode: every tile to stream-K when there are fewer tiles than CTAs and each CTA still
+// gets at least min_iters k iterations (the prologue and the partial store are amortised over
+// them); 0 otherwise.
+TK_HD int sk_fill_tiles(int64_t tiles, int k_tiles, int grid, int min_iters) {
+  if (grid <= 0 || tiles <= 0 || tiles >= grid || tiles * k_tiles < int64_t(grid) * min_iters) return 0;
+  return static_cast<int>(tiles);
+}
+
 struct SkSegment {
-  int tile;   // index among the sk tiles (0 = the first tile after the whole waves)
+  int tile;   // index among the sk tiles (0 = the first stream-K tile)
   KRange k;   // k tiles [begin, end) of that tile
-  int slot;   // 0: the tile's head (holds k tile 0), 1: its tail
-  int slots;  // 1 or 2 CTAs cover the tile
+  int slot;   // this CTA's place among the tile's CTAs (0: holds k tile 0)
+  int slots;  // CTAs covering the tile; slot == slots - 1 finishes it
 };
 
-// The segment that starts at iteration `iter` of a CTA whose range ends at `end` (exclusive).
-// A CTA walks its range as: iter = sk_begin(c); while (iter < end) { s = sk_segment(...);
-// iter += s.k.end - s.k.begin; }
-TK_HD SkSegment sk_segment(int64_t iter, int64_t end, int k_tiles, int64_t iters, int grid) {
-  const int tile = static_cast<int>(iter / k_tiles);
+// The segment that ends at iteration `end` (exclusive) of a CTA whose range starts at `begin`.
+// A CTA walks its range from the back: iter = sk_begin(c + 1); while (iter > sk_begin(c)) {
+// s = sk_segment_back(iter, ...); iter -= s.k.end - s.k.begin; }
+TK_HD SkSegment sk_segment_back(int64_t end, int64_t begin, int k_tiles, int64_t iters, int grid) {
+  const int tile = static_cast<int>((end - 1) / k_tiles);
   const int64_t t0 = int64_t(tile) * k_tiles, t1 = t0 + k_tiles;
-  const int64_t seg_end = end < t1 ? end : t1;
+  const int64_t seg_begin = begin > t0 ? begin : t0;
   const int first = sk_cta_of(t0, iters, grid), last = sk_cta_of(t1 - 1, iters, grid);
-  return SkSegment{tile, KRange{static_cast<int>(iter - t0), static_cast<int>(seg_end - t0)},
-                   sk_cta_of(iter, iters, grid) - first, last - first + 1};
+  return SkSegment{tile, KRange{static_cast<int>(seg_begin - t0), static_cast<int>(end - t0)},
+                   sk_cta_of(seg_begin, iters, grid) - first, last - first + 1};
 }
 
 }  // namespace kittens
