@@ -521,8 +521,8 @@ def check_sk_partition(ctas, sk, k_tiles, grid):
         assert tiles_seen == sorted(tiles_seen, reverse=True) and len(set(tiles_seen)) == len(tiles_seen)
         for i, (t, b, e, slot, slots) in enumerate(segs):
             assert 0 <= t < sk and 0 <= b < e <= k_tiles and 0 <= slot < slots
-            if slot < slots - 1:  # a partial: a tile's head, walked first
-                assert i == 0 and b == 0 and e < k_tiles
+            if slot < slots - 1:  # a partial: a tile's head (or a CTA's only segment), walked first
+                assert i == 0 and e < k_tiles and (b == 0 or len(segs) == 1)
             covered.setdefault(t, []).append((slot, b, e, slots, c))
     assert sorted(covered) == list(range(sk))
     for t, parts in covered.items():

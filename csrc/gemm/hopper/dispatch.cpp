@@ -144,7 +144,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
-  TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 32);
+  TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 33);
   const hopper::SkinnyPlan sp =
       hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m, skinny_rows);
   if (sp.use) {

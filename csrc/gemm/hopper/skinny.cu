@@ -8,11 +8,11 @@ namespace tk::hopper {
 
 namespace {
 
-template <typename T, typename OutT, int RM, int TN>
+template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
                              static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
-  skinny::skinny_kernel<T, OutT, RM, TN, kSkinnyWarps><<<dim3(unsigned(sp.grid)), dim3(kSkinnyWarps * 32), 0, s>>>(a);
+  skinny::skinny_kernel<T, OutT, RM, TN, WARPS><<<dim3(unsigned(sp.grid)), dim3(WARPS * 32), 0, s>>>(a);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
@@ -21,6 +21,7 @@ template <typename T, typename OutT>
 const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   if (sp.rows == 16 && sp.tn == 1) return launch_tile<T, OutT, 1, 1>(g, sp, s);
   if (sp.rows == 16 && sp.tn == 2) return launch_tile<T, OutT, 1, 2>(g, sp, s);
+  if (sp.rows == 32 && sp.tn == 2 && sp.warps == 16) return launch_tile<T, OutT, 2, 2, 16>(g, sp, s);
   if (sp.rows == 32 && sp.tn == 2) return launch_tile<T, OutT, 2, 2>(g, sp, s);
   return "no skinny kernel for this (rows, tn)";
 }
@@ -29,7 +30,8 @@ const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
 
 const char* skinny_launch(const GemmArgs& g, const SkinnyPlan& sp, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (!sp.use || sp.grid < 1 || sp.warps != kSkinnyWarps) return "invalid skinny plan";
+  if (!sp.use || sp.grid < 1 || (sp.warps != kSkinnyWarps && !(sp.warps == 16 && sp.rows == 32)))
+    return "invalid skinny plan";
   if (g.a_mn || g.b_mn) return "the skinny kernel needs K-contiguous A and B";
   if (g.M < 1 || g.M > 8 * sp.tn || g.N < 1 || g.K < 1) return "shape outside the skinny plan";
   if (g.in_dtype == DType::bf16) {

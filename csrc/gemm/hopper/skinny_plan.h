@@ -26,7 +26,8 @@ constexpr int kSkinnyWarps = 8;
 // (N / 16 CTAs each read all M x K) made it 0.6-0.9x of the wgmma kernel.
 constexpr int kSkinnyMaxM = 16;
 
-// Weight rows per CTA for 9..16 tokens (TK_HOPPER_SKINNY_ROWS16 = 16 or 32, A/B).
+// Weight rows per CTA for 9..16 tokens (TK_HOPPER_SKINNY_ROWS16 = 16 or 32; 33: 32 rows with 16
+// warps; A/B).
 constexpr int kSkinnyRowsTn2 = 16;
 
 // max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyMaxM).
@@ -36,7 +37,8 @@ inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_con
   SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0};
   if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyMaxM) || !a_k_contig || !b_k_contig) return p;
   p.tn = M <= 8 ? 1 : 2;
-  if (p.tn == 2 && rows_tn2 == 32) p.rows = 32;
+  if (p.tn == 2 && rows_tn2 >= 32) p.rows = 32;
+  if (p.tn == 2 && rows_tn2 == 33) p.warps = 16;  // A/B: 32 rows, 16 warps (as many warps per row as 16 x 8)
   // 16 rows per CTA measured faster than 32 (more CTAs in flight) for M = 1..32 (NOTES.md).
   p.grid = (N + p.rows - 1) / p.rows;
   // Without a K split across CTAs, too few CTAs cannot pull the HBM bandwidth: leave those
