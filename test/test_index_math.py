@@ -574,10 +574,10 @@ def test_stream_k_tail_examples():
     assert _C.sk_tiles(112, 132) == 0            # fewer tiles than SMs: split-K's case
     # 512 tiles, 64 k tiles (4096^3): 248 * 64 = 15872 iterations, 120 or 121 per CTA, each
     # walked from the back: CTA 0 stores tile 1's head as a partial, then computes tile 0 whole;
-    # CTA 1 first stores tile 2's head, then finishes tile 1 with CTA 0's partial
+    # CTA 1 first stores tile 3's head, computes tile 2, then finishes tile 1 with CTA 0's partial
     ctas = _C.sk_partition(512, 64, 132)
     assert ctas[0] == [(1, 0, 56, 0, 2), (0, 0, 64, 0, 1)]
-    assert ctas[1] == [(2, 0, 48, 0, 2), (1, 56, 64, 1, 2)]
+    assert ctas[1] == [(3, 0, 48, 0, 2), (2, 0, 64, 0, 1), (1, 56, 64, 1, 2)]
     # fill: 112 tiles of 64 k tiles on 132 CTAs (256x14336x4096 swapped): 54-55 per CTA, up to 3
     # CTAs per tile
     ctas = _C.sk_partition(112, 64, 132, fill=True)

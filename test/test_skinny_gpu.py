@@ -17,6 +17,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 # N = 1057: a partial 16/32-row CTA; K = 1000 (partial 32-chunk), 999 (odd: re-pitched), 7 (tail only).
 SHAPES = [(m, n, k) for m in (1, 3, 8, 9, 13, 16) for (n, k) in ((4096, 4096), (1057, 1000))]
 SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 1111, 8191)]
+# 32-row CTAs (skinny_plan.h, 132 SMs): 16 warps with a partial CTA and odd K; 8 warps, partial CTA.
+SHAPES += [(11, 4100, 999), (14, 8200, 1000)]
 
 
 def _skinny_ran(w):

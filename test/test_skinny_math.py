@@ -101,10 +101,19 @@ def test_skinny_plan_tiles(M):
     p = _C.hopper_skinny_plan(M, 4096, 4096)
     assert p["use"]
     assert p["tn"] == (1 if M <= 8 else 2)  # 8-token mma tiles covering M
-    assert p["rows"] == 16 and p["warps"] == 8
-    assert p["grid"] == 4096 // 16
-    q = _C.hopper_skinny_plan(M, 4096, 4096, rows_tn2=32)  # 32 weight rows per CTA above 8 tokens
-    assert (q["rows"], q["grid"]) == ((16, 256) if M <= 8 else (32, 128))
+    # up to 8 tokens 16 rows x 8 warps; above, 128 CTAs of 32 rows fit one per SM: 16 warps each
+    assert (p["rows"], p["warps"], p["grid"]) == ((16, 8, 256) if M <= 8 else (32, 16, 128))
+    for forced, want in ((16, (16, 8, 256)), (32, (32, 8, 128)), (33, (32, 16, 128))):
+        q = _C.hopper_skinny_plan(M, 4096, 4096, rows_tn2=forced)  # TK_HOPPER_SKINNY_ROWS16
+        assert (q["rows"], q["warps"], q["grid"]) == ((16, 8, 256) if M <= 8 else want)
+
+
+@pytest.mark.parametrize("N,want", [(2048, (16, 8)), (4096, (32, 16)), (4224, (32, 16)), (4256, (32, 8)),
+                                    (8192, (32, 8)), (8448, (32, 8)), (8480, (16, 8)), (14336, (16, 8))])
+def test_skinny_plan_cta_shape_for_16_tokens(N, want):
+    # 32 rows while those CTAs fill one wave and half the SMs: 16 warps up to one per SM, then 8
+    p = _C.hopper_skinny_plan(16, N, 4096)
+    assert p["use"] and (p["rows"], p["warps"]) == want and p["grid"] == -(-N // p["rows"])
 
 
 def test_skinny_plan_declines():

@@ -14,7 +14,7 @@ namespace tk::hopper {
 
 struct SkinnyPlan {
   bool use;
-  int rows;   // weight rows (output columns N) per CTA: 16 (one m16 tile per warp)
+  int rows;   // weight rows (output columns N) per CTA: 16 or 32 (one or two m16 tiles per warp)
   int tn;     // token (M) tiles of 8 per warp: 1 or 2
   int warps;  // warps per CTA, splitting K between them
   int grid;   // CTAs: ceil(N / rows)
@@ -26,24 +26,34 @@ constexpr int kSkinnyWarps = 8;
 // (N / 16 CTAs each read all M x K) made it 0.6-0.9x of the wgmma kernel.
 constexpr int kSkinnyMaxM = 16;
 
-// Weight rows per CTA for 9..16 tokens (TK_HOPPER_SKINNY_ROWS16 = 16 or 32; 33: 32 rows with 16
-// warps; A/B).
-constexpr int kSkinnyRowsTn2 = 16;
+// CTA shape for 9..16 tokens: 0 chooses (below); 16, 32 (8 warps) or 33 (32 rows, 16 warps)
+// force one (TK_HOPPER_SKINNY_ROWS16, A/B).
+constexpr int kSkinnyRowsTn2 = 0;
 
 // max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyMaxM).
-// rows_tn2: weight rows per CTA when M > 8 (16 or 32; 32 halves the token rows' L2 re-reads).
+// rows_tn2: the CTA shape for M > 8 (kSkinnyRowsTn2).
+// For 9..16 tokens the token rows (M x K) are read from L2 once per CTA, as many bytes as the
+// weights at 16 rows per CTA; 32 rows per CTA halve that but halve the CTAs. So 32 rows when
+// those CTAs still fill one wave and at least half the SMs: with 16 warps when there is at most
+// one per SM, else with 8 (at most two per SM). H200, 2 rounds, ratio to torch.mm for 16 / 32x8 /
+// 32x16: 16x4096x4096 1.003 / 0.931 / 1.075, 16x4096x14336 0.893 / 0.752 / 0.992, 16x8192x8192
+// 0.862 / 0.956 / 0.906, 12x8192x8192 0.880 / 0.974 / 0.929, 16x14336x4096 0.939 / 0.867 / 0.890.
 inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_contig, int num_sms,
                               int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2) {
   SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0};
   if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyMaxM) || !a_k_contig || !b_k_contig) return p;
   p.tn = M <= 8 ? 1 : 2;
-  if (p.tn == 2 && rows_tn2 >= 32) p.rows = 32;
-  if (p.tn == 2 && rows_tn2 == 33) p.warps = 16;  // A/B: 32 rows, 16 warps (as many warps per row as 16 x 8)
-  // 16 rows per CTA measured faster than 32 (more CTAs in flight) for M = 1..32 (NOTES.md).
-  p.grid = (N + p.rows - 1) / p.rows;
   // Without a K split across CTAs, too few CTAs cannot pull the HBM bandwidth: leave those
-  // (small N) to the split-K wgmma kernel.
-  p.use = p.grid >= num_sms / 2;
+  // (small N, fewer than half the SMs in 16-row CTAs) to the split-K wgmma kernel.
+  p.use = (N + 15) / 16 >= num_sms / 2;
+  if (p.tn == 2) {
+    const int ctas32 = (N + 31) / 32;
+    if (rows_tn2 == 0) rows_tn2 = ctas32 < num_sms / 2 ? 16 : ctas32 <= num_sms ? 33 : ctas32 <= 2 * num_sms ? 32 : 16;
+    if (rows_tn2 >= 32) p.rows = 32;
+    if (rows_tn2 == 33) p.warps = 16;
+  }
+  // Up to 8 tokens: 16 rows per CTA measured faster than 32 (more CTAs in flight; NOTES.md).
+  p.grid = (N + p.rows - 1) / p.rows;
   return p;
 }
 
