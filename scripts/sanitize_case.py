@@ -12,7 +12,8 @@ mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA); 150x2100x1000 -
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on
-<= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next. fp32 output always uses 128x128
+<= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next; 11x4100x999
+and 14x8200x130 -> the skinny kernel's 32-row CTAs (16 / 8 warps). fp32 output always uses 128x128
 tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
