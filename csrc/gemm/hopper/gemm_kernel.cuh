@@ -25,7 +25,8 @@ using namespace kittens::hopper;
 // maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
 // CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
 // Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
-// STREAM_K_: the plan's last sk_tiles tiles run as a stream-K tail (kittens/common/stream_k.h).
+// STREAM_K_: the plan's last sk_tiles tiles run by k iteration (kittens/common/stream_k.h: the
+// tail of the last wave, or every tile in fill mode).
 // BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128>
