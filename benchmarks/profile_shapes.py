@@ -2,10 +2,15 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [MxNxK[:LAYOUT],...]
+
+--flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
+event record, the call. It then also prints the launch gap: microseconds from the end of the
+flush kernel to the start of the call's first kernel (mean over the calls), which a programmatic
+dependent launch (TK_HOPPER_PDL=1) can shorten.
 """
+import argparse
 import collections
-import sys
 
 import torch
 
@@ -14,38 +19,73 @@ import torch_tk
 DEFAULT = "1000x1001x999:NN,4097x4097x4097:NN,128x4096x4096:NT,8192x8192x8192:NT"
 
 
-def main(argv):
-    spec = argv[1] if len(argv) > 1 else DEFAULT
+def kernels(prof):
+    """CUDA kernel events of a profile, in start order: (name, start us, end us)."""
+    out = []
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            out.append((e.name.split("(")[0][:90], e.time_range.start, e.time_range.end))
+    return sorted(out, key=lambda k: k[1])
+
+
+def profile(fn, reps, flush):
+    """Kernel events of `reps` calls of fn, each after a flush when `flush` is a tensor."""
+    ev = torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            if flush is not None:
+                flush.zero_()
+                ev.record()
+            fn()
+        torch.cuda.synchronize()
+    return kernels(prof)
+
+
+def report(label, fn, reps, flush):
+    per_call = len(profile(fn, 1, None))  # kernels one call launches
+    ks = profile(fn, reps, flush)
+    period = per_call + (flush is not None)
+    tot, cnt, gaps = collections.defaultdict(float), collections.Counter(), []
+    for i in range(0, len(ks) - period + 1, period):
+        group = ks[i:i + period]
+        call = group[1:] if flush is not None else group
+        if flush is not None:
+            gaps.append(call[0][1] - group[0][2])
+        for name, t0, t1 in call:
+            tot[name] += t1 - t0
+            cnt[name] += 1
+    calls = max(1, len(ks) // period)
+    line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call"
+    if gaps:
+        gaps.sort()
+        line += f"; launch gap after the flush: mean {sum(gaps) / len(gaps):.2f} us, median {gaps[len(gaps) // 2]:.2f} us"
+    print(line)
+    for k, v in sorted(tot.items(), key=lambda kv: -kv[1]):
+        print(f"    {v / calls:9.1f} us  {cnt[k] // calls} x {k}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("shapes", nargs="?", default=DEFAULT, help="comma list MxNxK[:LAYOUT] (layout default NN)")
+    ap.add_argument("--flush", action="store_true", help="a 256 MB zero_ + event record before each call")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for item in spec.split(","):
+    flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush else None
+    for item in args.shapes.split(","):
         shape, _, lay = item.partition(":")
         lay = lay or "NN"
         M, N, K = (int(x) for x in shape.split("x"))
         a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
         b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
-        for name, fn in (("tk", lambda: torch_tk.gemm(a, b)), ("torch", lambda: torch.mm(a, b))):
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-            reps = 10
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-                for _ in range(reps):
-                    fn()
-                torch.cuda.synchronize()
-            tot = collections.defaultdict(float)
-            cnt = collections.Counter()
-            for e in prof.events():
-                if e.device_type == torch.autograd.DeviceType.CUDA:
-                    key = e.name.split("(")[0][:90]
-                    tot[key] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
-                    cnt[key] += 1
-            total = sum(tot.values()) / reps
-            print(f"{M}x{N}x{K} {lay} {name}: {total:.1f} us of kernels per call; plan "
-                  f"{torch_tk._C.hopper_plan(M, N, K, sms) if name == 'tk' else ''}")
-            for k, v in sorted(tot.items(), key=lambda kv: -kv[1]):
-                print(f"    {v / reps:9.1f} us  {cnt[k] // reps} x {k}")
+        print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_plan(M, N, K, sms)}")
+        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush)
+        report("  torch", lambda: torch.mm(a, b), args.reps, flush)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main())

@@ -257,7 +257,7 @@ def test_gemm_pitch_and_alignment(case, dtype):
                          ids=lambda s: "x".join(map(str, s)))
 def test_repitch_copy_then_gemm_in_order(shape):
     """Both operands re-pitched (odd pitches) by one pad_lines launch, the GEMM launched as its
-    programmatic dependent (GemmArgs::after_repitch): back-to-back calls on fresh operands, each
+    programmatic dependent (GemmArgs::dependent): back-to-back calls on fresh operands, each
     result checked, so a GEMM that read a copy before the copy grid finished would show."""
     M, N, K = shape
     dtype = torch.bfloat16

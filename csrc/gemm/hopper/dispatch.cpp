@@ -140,7 +140,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   // TK_HOPPER_REPITCH_PDL=0: the GEMM launched normally after the copy (A/B of the dependent launch).
   TK_KNOB int repitch_pdl = env_int("TK_HOPPER_REPITCH_PDL", 1, 0, 0);
-  g.after_repitch = copies.n > 0 && repitch_pdl != 0;
+  // TK_HOPPER_PDL=1: every GEMM and skinny launch is a programmatic dependent of the kernel before
+  // it (GemmArgs::dependent), so its launch and prologue overlap that kernel's tail.
+  TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
+  g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);

@@ -236,8 +236,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      // Launched as the re-pitch copy's dependent (GemmArgs::after_repitch), the operands are
-      // complete only once that grid is; otherwise this returns at once.
+      // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or
+      // under TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every
+      // other global access of the kernel follows this wait through the full barriers. Without
+      // PDL this returns at once.
       asm volatile("griddepcontrol.wait;" ::: "memory");
       unsigned tr[kTraceLen + 8];
       int tn = 0;

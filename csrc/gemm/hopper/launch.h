@@ -41,10 +41,11 @@ struct GemmArgs {
                      // ticket counter, then the ready flags: 2 per CTA (stream-K) or per unit
                      // (fused split-K); the kernel leaves them changed
   StoreVariant store = StoreVariant::deferred;
-  // The kernel just before on the stream is this call's re-pitch copy (pad_lines_launch): the
-  // GEMM is launched as its programmatic dependent (its prologue overlaps the copy's tail; the
-  // producer waits for the copy before its first load).
-  bool after_repitch = false;
+  // Launch as a programmatic dependent of the kernel just before on the stream (PDL): the
+  // prologue overlaps that kernel's tail; every global access waits (griddepcontrol.wait) for its
+  // completion. Set after this call's re-pitch copy (pad_lines_launch), and for every call under
+  // TK_HOPPER_PDL=1 (dispatch.cpp).
+  bool dependent = false;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.
@@ -60,7 +61,7 @@ const char* launch_family(const GemmArgs& args, void* stream);
 namespace tk::hopper {
 // Runs a call's re-pitch copies (repitch.h: one or two) as one kernel on `stream`, which lets
 // the next kernel launch early (programmatic dependent launch: the GEMM with
-// GemmArgs::after_repitch). nullptr on success.
+// GemmArgs::dependent). nullptr on success.
 const char* pad_lines_launch(const RepitchJobs& jobs, void* stream);
 }  // namespace tk::hopper
 

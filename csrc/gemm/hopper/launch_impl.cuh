@@ -153,12 +153,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     if (err != cudaSuccess) return cudaGetErrorString(err);
     attr_set.fetch_or(bit, std::memory_order_acq_rel);
   }
-  // After this call's re-pitch copy: a programmatic dependent launch (the producer's
-  // griddepcontrol.wait holds the loads until the copy grid has completed).
+  // GemmArgs::dependent: a programmatic dependent launch (the producer's griddepcontrol.wait
+  // holds the loads until the previous grid has completed).
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
-  if (L::CLUSTER == 1 && g.after_repitch) {
+  if (L::CLUSTER == 1 && g.dependent) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(p.grid));
     cfg.blockDim = dim3(L::THREADS);
@@ -200,7 +200,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                      L::CLUSTER, p.grid);
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
-    cfg.numAttrs = g.after_repitch ? 2 : 1;
+    cfg.numAttrs = g.dependent ? 2 : 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
                              unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);

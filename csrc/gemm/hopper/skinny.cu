@@ -12,8 +12,19 @@ template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
                              static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
-  skinny::skinny_kernel<T, OutT, RM, TN, WARPS><<<dim3(unsigned(sp.grid)), dim3(WARPS * 32), 0, s>>>(a);
-  const cudaError_t err = cudaGetLastError();
+  // GemmArgs::dependent: launched as a programmatic dependent of the previous kernel (the kernel
+  // waits for it with griddepcontrol.wait before its first global access).
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(sp.grid));
+  cfg.blockDim = dim3(WARPS * 32);
+  cfg.stream = s;
+  cfg.attrs = &pdl;
+  cfg.numAttrs = g.dependent ? 1 : 0;
+  cudaError_t err = cudaLaunchKernelEx(&cfg, skinny::skinny_kernel<T, OutT, RM, TN, WARPS>, a);
+  if (err == cudaSuccess) err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 

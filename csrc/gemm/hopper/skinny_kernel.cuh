@@ -93,6 +93,9 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
   __shared__ float red[WARPS][ROWS][LD];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int row0 = blockIdx.x * ROWS;
+  // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
+  // plain launch returns at once.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   // Rows past N / tokens past M read a valid row (the last) and are never stored.
   const uint16_t* wl[RM][2];
   const uint16_t* xl[TN];
