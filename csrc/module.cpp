@@ -138,7 +138,7 @@ PYBIND11_MODULE(_C, m) {
          int stream_k_fill) {
         return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
                                                fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split,
-                                               bm64, 0, false, stream_k_fill));
+                                               bm64, 0, -1, stream_k_fill));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,

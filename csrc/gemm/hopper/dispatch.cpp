@@ -87,13 +87,13 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_BM64_BN=64|128: the width of rule 1's 64-row tiles, fill test off (A/B only).
   TK_KNOB int bm64_bn = env_int("TK_HOPPER_BM64_BN", 0, 64, 128);
   // TK_HOPPER_SWAP=1: every plan swap-AB (kernel rows = N), i.e. 256 x 128 tiles of the output
-  // for 128 x 256 kernel tiles (A/B only).
-  TK_KNOB int swap = env_int("TK_HOPPER_SWAP", 0, 1, 1);
+  // for 128 x 256 kernel tiles; TK_HOPPER_SWAP=0: none (A/B only).
+  TK_KNOB int swap = env_int("TK_HOPPER_SWAP", -1, 0, 1);
   // TK_HOPPER_SK_FILL=0|1|2: stream-K over all SMs when 128 x 256 tiles are fewer (plan.h).
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap != 0, sk_fill);
+                           swap, sk_fill);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

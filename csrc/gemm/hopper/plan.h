@@ -81,10 +81,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0, bool force_swap = false, int stream_k_fill = 0) {
+                          int bm64_bn = 0, int swap = -1, int stream_k_fill = 0) {
   GemmPlan p{};
   p.group_m = group_m > 0 ? group_m : 8;
-  p.swap_ab = (M <= 256 && N > M) || force_swap;  // force_swap: A/B knob (TK_HOPPER_SWAP)
+  // swap: -1 the rule below, 0 never, 1 always (A/B knob TK_HOPPER_SWAP).
+  const bool heuristic_swap = swap >= 0 ? swap == 1 : (M <= 256 && N > M);
+  p.swap_ab = heuristic_swap;
   int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
   const bool narrow = all_widths && k_tiles <= fill_narrow_max_k_tiles;
@@ -123,9 +125,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
-  // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
-  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
-                            (tiles >= num_sms || p.swap_ab))
+  // Skinny problems (M <= 256) cluster even below one wave: the pair shares the token tile
+  // (swapped) or the weight tile (unswapped). 128-row clusters are 256 wide, or 128 wide with a
+  // 16-bit output (launch_impl.cuh instantiates no clustered fp32-output kernel).
+  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && (p.bn == 256 || (p.bn == 128 && all_widths)) &&
+                            p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || M <= 256))
                   ? 2
                   : 1;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
@@ -134,7 +138,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
   // Stream-K fill: every tile to stream-K over all SMs (needs the 16-bit-output 128 x 256 kernels).
   if (stream_k_fill > 0 && all_widths) {
-    const bool base_swap = (M <= 256 && N > M) || force_swap;
+    const bool base_swap = heuristic_swap;
     const int r = base_swap ? N : M, c = base_swap ? M : N;
     const int64_t t256 = plan_tiles(r, c, 128, 256);
     const bool as_planned = p.bm == 128 && p.bn == 256 && p.splits == 1 && p.cluster == 1;
