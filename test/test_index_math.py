@@ -616,10 +616,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert p["splits"] == 1
     tiles_m = -(-rows // 128)
     assert p["cluster"] in (1, 2)
-    if p["cluster"] == 2:  # only unsplit 128-row tiles, 256 wide (or 128 with a 16-bit output), of a
-        # wave or more, or skinny (M <= 256), share B
-        assert (p["bn"] == 256 or (p["bn"] == 128 and all_widths)) and p["splits"] == 1 and tiles_m >= 2
-        assert tiles >= sms or M <= 256
+    if p["cluster"] == 2:  # only unsplit 128x256 problems of a wave or more, or swapped, share B
+        assert p["bn"] == 256 and p["splits"] == 1 and tiles_m >= 2 and (tiles >= sms or p["swap_ab"])
     assert p["units"] == -(-tiles_m // p["cluster"]) * (tiles // tiles_m) * p["splits"]
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0

@@ -241,11 +241,8 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no such clustered kernel";
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else {
-    // 2-CTA clusters at width 256, and at 128 with a 16-bit output (plan.h).
-    if constexpr (BN == 256 || (BN == 128 && !std::is_same_v<OutT, float>)) {
-      if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
-    }
     if constexpr (BN == 256) {
+      if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";

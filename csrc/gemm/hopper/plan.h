@@ -125,11 +125,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
-  // Skinny problems (M <= 256) cluster even below one wave: the pair shares the token tile
-  // (swapped) or the weight tile (unswapped). 128-row clusters are 256 wide, or 128 wide with a
-  // 16-bit output (launch_impl.cuh instantiates no clustered fp32-output kernel).
-  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && (p.bn == 256 || (p.bn == 128 && all_widths)) &&
-                            p.splits == 1 && tiles_m >= 2 && (tiles >= num_sms || M <= 256))
+  // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
+  // (Also tried, H200 2026-11-25c: 128-wide clustered tiles and unswapped skinny pairs sharing
+  // the weight tile: no faster, benchmarks/NOTES.md.)
+  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
+                            (tiles >= num_sms || p.swap_ab))
                   ? 2
                   : 1;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
