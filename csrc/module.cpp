@@ -147,21 +147,19 @@ PYBIND11_MODULE(_C, m) {
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.def(
       "hopper_skinny_plan",
-      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m, int rows_tn2, int grouped) {
-        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m, rows_tn2, grouped);
+      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m, int rows_tn2) {
+        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m, rows_tn2);
         py::dict d;
         d["use"] = p.use;
         d["rows"] = p.rows;
         d["tn"] = p.tn;
         d["warps"] = p.warps;
         d["grid"] = p.grid;
-        d["groups"] = p.groups;
-        d["ks"] = p.ks;
         return d;
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("a_k_contig") = true, py::arg("b_k_contig") = true,
       py::arg("sms") = 132, py::arg("max_m") = tk::hopper::kSkinnyMaxM,
-      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2, py::arg("grouped") = tk::hopper::kSkinnyGrouped,
+      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2,
       "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h).");
   m.def(
       "mma16816_coord",

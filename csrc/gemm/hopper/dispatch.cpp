@@ -148,10 +148,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 33);
-  // TK_HOPPER_SKINNY_GROUPED=0|1|2: the grouped skinny kernel off / for 9..16 tokens / also 1..8.
-  TK_KNOB int skinny_grouped = env_int("TK_HOPPER_SKINNY_GROUPED", hopper::kSkinnyGrouped, 0, 2);
-  const hopper::SkinnyPlan sp = hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()),
-                                                    skinny_max_m, skinny_rows, skinny_grouped);
+  const hopper::SkinnyPlan sp =
+      hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m, skinny_rows);
   if (sp.use) {
     const char* err = hopper::skinny_launch(g, sp, stream);
     TORCH_CHECK(err == nullptr, "tk: Hopper skinny GEMM launch failed: ", err);

@@ -8,11 +8,10 @@ namespace tk::hopper {
 
 namespace {
 
-template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps, bool GROUPED = false>
+template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  const skinny::Args<OutT> a{g.a,     g.lda,   g.b,     g.ldb,   g.M,     g.N,      g.K,
-                             static_cast<OutT*>(g.out), static_cast<const OutT*>(g.c), g.c_s0, g.c_s1,
-                             g.alpha, g.beta,  sp.groups, sp.ks};
+  const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
+                             static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
   // GemmArgs::dependent: launched as a programmatic dependent of the previous kernel (the kernel
   // waits for it with griddepcontrol.wait before its first global access).
   cudaLaunchAttribute pdl{};
@@ -20,22 +19,17 @@ const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s)
   pdl.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned(sp.grid));
-  cfg.blockDim = dim3(GROUPED ? sp.warps * 32 : WARPS * 32);
+  cfg.blockDim = dim3(WARPS * 32);
   cfg.stream = s;
   cfg.attrs = &pdl;
   cfg.numAttrs = g.dependent ? 1 : 0;
-  cudaError_t err = cudaLaunchKernelEx(&cfg, skinny::skinny_kernel<T, OutT, RM, TN, WARPS, GROUPED>, a);
+  cudaError_t err = cudaLaunchKernelEx(&cfg, skinny::skinny_kernel<T, OutT, RM, TN, WARPS>, a);
   if (err == cudaSuccess) err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
 template <typename T, typename OutT>
 const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  if (sp.groups > 1) {
-    if (sp.rows != 16 || sp.warps != sp.groups * sp.ks || sp.warps > kSkinnyGroupedWarps) return "invalid grouped skinny plan";
-    if (sp.tn == 1) return launch_tile<T, OutT, 1, 1, kSkinnyGroupedWarps, true>(g, sp, s);
-    return launch_tile<T, OutT, 1, 2, kSkinnyGroupedWarps, true>(g, sp, s);
-  }
   if (sp.rows == 16 && sp.tn == 1) return launch_tile<T, OutT, 1, 1>(g, sp, s);
   if (sp.rows == 16 && sp.tn == 2) return launch_tile<T, OutT, 1, 2>(g, sp, s);
   if (sp.rows == 32 && sp.tn == 2 && sp.warps == 16) return launch_tile<T, OutT, 2, 2, 16>(g, sp, s);
@@ -47,8 +41,7 @@ const char* by_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
 
 const char* skinny_launch(const GemmArgs& g, const SkinnyPlan& sp, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (!sp.use || sp.grid < 1 || sp.ks < 1 ||
-      (sp.groups == 1 && sp.warps != kSkinnyWarps && !(sp.warps == 16 && sp.rows == 32)))
+  if (!sp.use || sp.grid < 1 || (sp.warps != kSkinnyWarps && !(sp.warps == 16 && sp.rows == 32)))
     return "invalid skinny plan";
   if (g.a_mn || g.b_mn) return "the skinny kernel needs K-contiguous A and B";
   if (g.M < 1 || g.M > 8 * sp.tn || g.N < 1 || g.K < 1) return "shape outside the skinny plan";

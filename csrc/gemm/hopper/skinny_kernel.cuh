@@ -3,12 +3,9 @@
 // byte is loaded once, 16 B per lane, straight into mma.sync fragments (no shared-memory
 // staging); the few token rows are re-read from L2.
 //
-// CTA: GROUPS x ROWS weight rows (ROWS = 16*RM) x all M tokens (8*TN columns). Each group of KS
-// warps shares its ROWS rows and splits K: warp w of the group takes the 32-wide K chunks w,
-// w + KS, ... (together the warps read each row as consecutive 512-B runs). Classic kernels have
-// one group of WARPS warps; grouped ones (GROUPED, Args::groups x Args::ks warps, at most WARPS)
-// put several groups in one CTA per SM, so that the grid is one wave and the token rows, read
-// by every group at the same k, come from L1 instead of once per CTA from L2. Per chunk a lane loads one 16-B vector per weight row and per
+// CTA: ROWS = 16*RM weight rows x all M tokens (8*TN columns). Its WARPS warps share the rows and
+// split K: warp w takes the 32-wide K chunks w, w + WARPS, ... (together the warps read each row
+// as consecutive 512-B runs). Per chunk a lane loads one 16-B vector per weight row and per
 // token row (kittens::skinny_chunk_k gives the K order; the same order for both operands keeps
 // the dot products exact) and issues 2 * RM * TN mma.m16n8k16. The warps' fp32 sums meet in
 // shared memory and are added in warp order: results are bitwise deterministic.
@@ -33,7 +30,6 @@ struct Args {
   const OutT* c;  // nullptr: no C term; else read at c[m * c_s0 + n * c_s1]
   int64_t c_s0, c_s1;
   float alpha, beta;
-  int groups, ks;  // grouped kernels: row groups per CTA and warps per group (blockDim = 32 groups ks)
 };
 
 // Weights are read once: keep them out of L1 (ld.global.nc.L1::no_allocate).
@@ -90,15 +86,13 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[RM][TN][4], const uint4 (
                     word(wv[i][1], 2 * s + 1), word(xv[j], 2 * s), word(xv[j], 2 * s + 1));
 }
 
-template <typename T, typename OutT, int RM, int TN, int WARPS, bool GROUPED = false>
+template <typename T, typename OutT, int RM, int TN, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) {
   constexpr int ROWS = 16 * RM, COLS = 8 * TN, LD = COLS + 1;  // +1: conflict-free reduction reads
   constexpr int VECS = 2 * RM + TN, U = VECS <= 6 ? 4 : 2;     // chunks in flight per lane
   __shared__ float red[WARPS][ROWS][LD];
-  const int groups = GROUPED ? p.groups : 1, ks = GROUPED ? p.ks : WARPS;  // ks: warps splitting K
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int kw = warp % ks;  // this warp's place in its group's K split
-  const int row0 = (blockIdx.x * groups + warp / ks) * ROWS;
+  const int row0 = blockIdx.x * ROWS;
   // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
   // plain launch returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -122,12 +116,12 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
 
   const int full = p.K / 32;
-  int c = kw;
-  for (; c + (U - 1) * ks < full; c += U * ks) {
+  int c = warp;
+  for (; c + (U - 1) * WARPS < full; c += U * WARPS) {
     uint4 wv[U][RM][2], xv[U][TN];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int k = (c + u * ks) * 32 + 8 * q;
+      const int k = (c + u * WARPS) * 32 + 8 * q;
 #pragma unroll
       for (int i = 0; i < RM; ++i)
 #pragma unroll
@@ -138,7 +132,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
     for (int u = 0; u < U; ++u) chunk_mma<T, RM, TN>(acc, wv[u], xv[u]);
   }
-  for (; c < full; c += ks) {
+  for (; c < full; c += WARPS) {
     const int k = c * 32 + 8 * q;
     uint4 wv[RM][2], xv[TN];
 #pragma unroll
@@ -149,7 +143,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
     for (int j = 0; j < TN; ++j) xv[j] = load_cached(xl[j] + k);
     chunk_mma<T, RM, TN>(acc, wv, xv);
   }
-  if (p.K % 32 != 0 && kw == full % ks) {  // the partial chunk, zero-filled past K
+  if (p.K % 32 != 0 && warp == full % WARPS) {  // the partial chunk, zero-filled past K
     const int k = full * 32 + 8 * q;
     uint4 wv[RM][2], xv[TN];
 #pragma unroll
@@ -171,20 +165,13 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
         red[warp][16 * i + rc.row][8 * j + rc.col] = acc[i][j][r];
       }
   __syncthreads();
-  // Consecutive threads take consecutive n of one token: coalesced output rows. A group's warps
-  // are added in warp order.
-  const int cta_rows = groups * ROWS;
-  for (int idx = threadIdx.x; idx < cta_rows * COLS; idx += groups * ks * 32) {
-    const int m = idx / cta_rows, nl = idx % cta_rows, n = blockIdx.x * cta_rows + nl;
+  // Consecutive threads take consecutive n of one token: coalesced output rows.
+  for (int idx = threadIdx.x; idx < ROWS * COLS; idx += WARPS * 32) {
+    const int m = idx / ROWS, nl = idx % ROWS, n = row0 + nl;
     if (m >= p.M || n >= p.N) continue;
-    const int w0 = (nl / ROWS) * ks, r = nl % ROWS;
     float sum = 0.f;
-    if constexpr (GROUPED) {
-      for (int w = w0; w < w0 + ks; ++w) sum += red[w][r][m];
-    } else {
 #pragma unroll
-      for (int w = 0; w < WARPS; ++w) sum += red[w][r][m];
-    }
+    for (int w = 0; w < WARPS; ++w) sum += red[w][nl][m];
     float v = p.alpha * sum;
     if (p.c != nullptr) v += p.beta * to_f32(p.c[m * p.c_s0 + n * p.c_s1]);
     p.out[int64_t(m) * p.N + n] = from_f32<OutT>(v);

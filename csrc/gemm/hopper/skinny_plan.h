@@ -16,10 +16,8 @@ struct SkinnyPlan {
   bool use;
   int rows;   // weight rows (output columns N) per CTA: 16 or 32 (one or two m16 tiles per warp)
   int tn;     // token (M) tiles of 8 per warp: 1 or 2
-  int warps;  // warps per CTA: groups x ks
-  int grid;   // CTAs: ceil(N / (rows * groups))
-  int groups; // row groups per CTA (1: the classic kernel; more: the grouped kernel)
-  int ks;     // warps per group, splitting K between them
+  int warps;  // warps per CTA, splitting K between them
+  int grid;   // CTAs: ceil(N / rows)
 };
 
 constexpr int kSkinnyWarps = 8;
@@ -32,12 +30,6 @@ constexpr int kSkinnyMaxM = 16;
 // force one (TK_HOPPER_SKINNY_ROWS16, A/B).
 constexpr int kSkinnyRowsTn2 = 0;
 
-// Grouped kernel (one CTA per SM holding several 16-row groups, skinny_kernel.cuh): 0 off, 1 for
-// 9..16 tokens, 2 also for 1..8 (TK_HOPPER_SKINNY_GROUPED, A/B). Its CTAs have at most
-// kSkinnyGroupedWarps warps (the kernels' launch bound).
-constexpr int kSkinnyGrouped = 0;
-constexpr int kSkinnyGroupedWarps = 28;
-
 // max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyMaxM).
 // rows_tn2: the CTA shape for M > 8 (kSkinnyRowsTn2).
 // For 9..16 tokens the token rows (M x K) are read from L2 once per CTA, as many bytes as the
@@ -47,9 +39,8 @@ constexpr int kSkinnyGroupedWarps = 28;
 // 32x16: 16x4096x4096 1.003 / 0.931 / 1.075, 16x4096x14336 0.893 / 0.752 / 0.992, 16x8192x8192
 // 0.862 / 0.956 / 0.906, 12x8192x8192 0.880 / 0.974 / 0.929, 16x14336x4096 0.939 / 0.867 / 0.890.
 inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_contig, int num_sms,
-                              int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2,
-                              int grouped = kSkinnyGrouped) {
-  SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0, 1, kSkinnyWarps};
+                              int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2) {
+  SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0};
   if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyMaxM) || !a_k_contig || !b_k_contig) return p;
   p.tn = M <= 8 ? 1 : 2;
   // Without a K split across CTAs, too few CTAs cannot pull the HBM bandwidth: leave those
@@ -63,14 +54,6 @@ inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_con
   }
   // Up to 8 tokens: 16 rows per CTA measured faster than 32 (more CTAs in flight; NOTES.md).
   p.grid = (N + p.rows - 1) / p.rows;
-  p.ks = p.warps;
-  // Grouped: when the 16-row granules outnumber the SMs, one CTA per SM takes
-  // ceil(granules / SMs) of them (the grid is then at most one wave) with the warps split evenly.
-  const int granules = (N + 15) / 16, groups = (granules + num_sms - 1) / num_sms;
-  if (grouped >= (p.tn == 2 ? 1 : 2) && groups >= 2 && groups <= kSkinnyGroupedWarps) {
-    p.rows = 16, p.groups = groups, p.ks = kSkinnyGroupedWarps / groups, p.warps = groups * p.ks;
-    p.grid = (granules + groups - 1) / groups;
-  }
   return p;
 }
 
