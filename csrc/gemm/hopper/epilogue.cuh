@@ -44,6 +44,9 @@ struct Epilogue {
   int* ready_flags = nullptr;
   // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.
   bool fused_split = false;
+  // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
+  // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
+  int l2_evict_first = 0;
 };
 
 template <typename OutT>

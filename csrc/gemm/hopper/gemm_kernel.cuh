@@ -241,6 +241,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // other global access of the kernel follows this wait through the full barriers. Without
       // PDL this returns at once.
       asm volatile("griddepcontrol.wait;" ::: "memory");
+      const uint64_t evict_first = l2_evict_first_policy();
+      const bool hint_x = (ep.l2_evict_first & 1) != 0, hint_y = (ep.l2_evict_first & 2) != 0;
       unsigned tr[kTraceLen + 8];
       int tn = 0;
       uint32_t it = 0;  // k iterations issued by this CTA, across units
@@ -265,12 +267,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           }
           mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
           uint8_t* stage = smem + s * L::STAGE_BYTES;
-          L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK);
+          L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK, hint_x, evict_first);
           if constexpr (L::CLUSTER > 1)
             L::b_tile::load_slice(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, rank,
-                                  uint16_t((1u << L::CLUSTER) - 1));
+                                  uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
           else
-            L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK);
+            L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, hint_y, evict_first);
         }
         if (L::kStreamK && in_sk) {
           u -= kr.end - kr.begin;

@@ -73,6 +73,9 @@ constexpr int kStreamKFill = 0;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
+// Operands under an L2 evict_first policy (GemmArgs::evict_first bits: 1 A, 2 B) unless
+// TK_HOPPER_EVICT_FIRST says otherwise.
+constexpr int kEvictFirst = 0;
 // bm64 (default on; TK_HOPPER_BM64=0 turns it off): the two 64-row tile rules below.
 // stream_k_fill: fewer 128 x 256 tiles than SMs run as stream-K over all SMs (stream_k.h fill
 // mode) -- 1: when the plan is already 128 x 256 unsplit (e.g. 112 tiles on 132 SMs); 2: also

@@ -49,6 +49,16 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
       : "memory");
 }
 
+// tma_load_2d_multicast with an L2 cache policy (PTX .L2::cache_hint; see l2_evict_first_policy).
+__device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const CUtensorMap* map, uint64_t* bar, int inner,
+                                                           int outer, uint16_t cta_mask, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(inner), "r"(outer), "h"(cta_mask), "l"(policy)
+      : "memory");
+}
+
 // A 32-bit store into the shared memory of CTA `rank` of the cluster, at `p`'s offset.
 __device__ __forceinline__ void st_shared_cluster(int* p, uint32_t rank, int v) {
   uint32_t remote;

@@ -24,33 +24,42 @@ struct st_operand {
                 "slices must be whole boxes");
   static_assert(MN % kBoxInner == 0 && MN <= 256, "operand tile rows must be a multiple of 64, at most 256");
 
-  // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned).
-  __device__ static void load(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0) {
+  // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned);
+  // with `hint`, under the L2 cache policy `policy`.
+  __device__ static void load(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, bool hint = false,
+                              uint64_t policy = 0) {
     if constexpr (!MnMajor) {
-      tma_load_2d(dst, map, bar, k0, mn0);
+      if (hint) tma_load_2d_hint(dst, map, bar, k0, mn0, policy);
+      else tma_load_2d(dst, map, bar, k0, mn0);
     } else {
 #pragma unroll
-      for (int c = 0; c < MN / kBoxInner; ++c)
-        tma_load_2d(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0);
+      for (int c = 0; c < MN / kBoxInner; ++c) {
+        char* d = static_cast<char*>(dst) + c * mnmajor_chunk_bytes();
+        if (hint) tma_load_2d_hint(d, map, bar, mn0 + c * kBoxInner, k0, policy);
+        else tma_load_2d(d, map, bar, mn0 + c * kBoxInner, k0);
+      }
     }
   }
 
   // Slice `part` of the tile, multicast to the CTAs of `mask` (same smem offsets in each).
   __device__ static void load_slice(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, int part,
-                                    uint16_t mask) {
+                                    uint16_t mask, bool hint = false, uint64_t policy = 0) {
     if constexpr (!MnMajor) {
       constexpr int rows = MN / Parts;
-      tma_load_2d_multicast(static_cast<char*>(dst) + part * rows * kSwizzleBytes, map, bar, k0, mn0 + part * rows,
-                            mask);
+      char* d = static_cast<char*>(dst) + part * rows * kSwizzleBytes;
+      if (hint) tma_load_2d_multicast_hint(d, map, bar, k0, mn0 + part * rows, mask, policy);
+      else tma_load_2d_multicast(d, map, bar, k0, mn0 + part * rows, mask);
     } else {
       constexpr int total = MN / kBoxInner;
       constexpr int chunks = total < Parts ? total : total / Parts;
       if (total < Parts && part != 0) return;
       const int first = total < Parts ? 0 : part * chunks;
 #pragma unroll
-      for (int c = first; c < first + chunks; ++c)
-        tma_load_2d_multicast(static_cast<char*>(dst) + c * mnmajor_chunk_bytes(), map, bar, mn0 + c * kBoxInner, k0,
-                              mask);
+      for (int c = first; c < first + chunks; ++c) {
+        char* d = static_cast<char*>(dst) + c * mnmajor_chunk_bytes();
+        if (hint) tma_load_2d_multicast_hint(d, map, bar, mn0 + c * kBoxInner, k0, mask, policy);
+        else tma_load_2d_multicast(d, map, bar, mn0 + c * kBoxInner, k0, mask);
+      }
     }
   }
 
