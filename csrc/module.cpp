@@ -36,6 +36,7 @@ py::dict plan_dict(const tk::hopper::GemmPlan& p) {
   d["dynamic"] = p.dynamic;
   d["sk_tiles"] = p.sk_tiles;
   d["fused_split"] = p.fused_split;
+  d["evict_first"] = p.evict_first;
   return d;
 }
 }  // namespace

@@ -631,6 +631,19 @@ def test_store_variants_in_child_process(variant):
 
 
 @needs_hopper
+@pytest.mark.parametrize("bits", ["0", "3"])
+def test_l2_evict_first_in_child_process(bits):
+    """TK_HOPPER_EVICT_FIRST=0 (no L2 policy, also where the plan sets one for B: M <= 256) and =3
+    (both operands under evict_first, through the plain and the multicast TMA loads) pass the
+    64-row, swap-AB and dynamic-schedule tests."""
+    env = dict(os.environ, TK_HOPPER_EVICT_FIRST=bits)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
+                        "-k", "test_gemm_bm64 or test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule"],
+                       env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0 and re.search(r"\b104 passed", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
+
+
+@needs_hopper
 def test_fused_split_k_in_child_process():
     env = dict(os.environ, TK_HOPPER_FUSED_SPLIT="1")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),

@@ -594,6 +594,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
+    assert p["evict_first"] == (2 if M <= 256 else 0)  # B (weights) streamed about once
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
     k_tiles = -(-K // 64)
@@ -665,7 +666,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
-                         "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False}
+                         "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False,
+                         "evict_first": p["evict_first"]}
         else:
             assert f == b
 
@@ -674,19 +676,21 @@ def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
-                                                     "fused_split": False}
+                                                     "fused_split": False, "evict_first": 0}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                  "fused_split": False}
+                                                  "fused_split": False, "evict_first": 2}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                    "fused_split": False}
+                                                    "fused_split": False, "evict_first": 0}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
+    # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
+    assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
     # stream-K (opt-in): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
     assert _C.hopper_plan(4096, 4096, 4096, 132, allow_stream_k=True)["sk_tiles"] == 248
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0

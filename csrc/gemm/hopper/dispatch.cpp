@@ -144,9 +144,6 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // it (GemmArgs::dependent), so its launch and prologue overlap that kernel's tail.
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
-  // TK_HOPPER_EVICT_FIRST=0..3: operands loaded under an L2 evict_first policy (1 A, 2 B, 3 both).
-  TK_KNOB int evict_first = env_int("TK_HOPPER_EVICT_FIRST", hopper::kEvictFirst, 0, 3);
-  g.evict_first = evict_first;
   // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
   // limit is capped there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
@@ -161,6 +158,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     return true;
   }
   g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32);
+  // TK_HOPPER_EVICT_FIRST=0..3: operands under an L2 evict_first policy (1 A, 2 B, 3 both)
+  // instead of the plan's (plan.h kEvictFirstMaxM).
+  TK_KNOB int evict_first = env_int("TK_HOPPER_EVICT_FIRST", -1, 0, 3);
+  g.evict_first = evict_first >= 0 ? evict_first : g.plan.evict_first;
   TK_KNOB hopper::StoreVariant store = store_knob();
   g.store = store;
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)

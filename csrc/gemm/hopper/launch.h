@@ -42,7 +42,7 @@ struct GemmArgs {
                      // (fused split-K); the kernel leaves them changed
   StoreVariant store = StoreVariant::deferred;
   // Operands loaded under an L2 evict_first policy (streamed once: recycle their own L2 lines
-  // instead of evicting other data): bit 0 A, bit 1 B (dispatch.cpp, TK_HOPPER_EVICT_FIRST).
+  // instead of evicting other data): bit 0 A, bit 1 B (plan.evict_first or TK_HOPPER_EVICT_FIRST).
   int evict_first = 0;
   // Launch as a programmatic dependent of the kernel just before on the stream (PDL): the
   // prologue overlaps that kernel's tail; every global access waits (griddepcontrol.wait) for its

@@ -38,6 +38,7 @@ struct GemmPlan {
   int grid;      // CTAs launched (persistent)
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
+  int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
 };
 
 constexpr int kPlanBK = 64;
@@ -73,9 +74,12 @@ constexpr int kStreamKFill = 0;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
-// Operands under an L2 evict_first policy (GemmArgs::evict_first bits: 1 A, 2 B) unless
-// TK_HOPPER_EVICT_FIRST says otherwise.
-constexpr int kEvictFirst = 0;
+// L2 evict_first policy for B (the weights) when M <= this: B is then streamed about once, and
+// its lines, marked first to evict, recycle each other instead of evicting (and writing back)
+// the rest of L2. H200 A/B (benchmarks/NOTES.md, triton do_bench, i.e. after a 256 MB zero_
+// that leaves L2 full of dirty lines): 64x8192x8192 47.5 -> 43.6 us, 256x4096x4096 26.1 -> 22.4,
+// 256x14336x4096 54.7 -> 51.5; 8192x4096x4096 unchanged, with A too 3-7% slower.
+constexpr int kEvictFirstMaxM = 256;
 // bm64 (default on; TK_HOPPER_BM64=0 turns it off): the two 64-row tile rules below.
 // stream_k_fill: fewer 128 x 256 tiles than SMs run as stream-K over all SMs (stream_k.h fill
 // mode) -- 1: when the plan is already 128 x 256 unsplit (e.g. 112 tiles on 132 SMs); 2: also
@@ -86,6 +90,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0) {
   GemmPlan p{};
+  p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
   p.group_m = group_m > 0 ? group_m : 8;
   // swap: -1 the rule below, 0 never, 1 always (A/B knob TK_HOPPER_SWAP).
   const bool heuristic_swap = swap >= 0 ? swap == 1 : (M <= 256 && N > M);

@@ -11,8 +11,7 @@ namespace {
 template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
-                             static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta,
-                             (g.evict_first & 2) != 0};
+                             static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
   // GemmArgs::dependent: launched as a programmatic dependent of the previous kernel (the kernel
   // waits for it with griddepcontrol.wait before its first global access).
   cudaLaunchAttribute pdl{};

@@ -30,23 +30,15 @@ struct Args {
   const OutT* c;  // nullptr: no C term; else read at c[m * c_s0 + n * c_s1]
   int64_t c_s0, c_s1;
   float alpha, beta;
-  bool evict_first;  // weight loads under an L2 evict_first policy (GemmArgs::evict_first bit 1)
 };
 
-// Weights are read once: keep them out of L1 (ld.global.nc.L1::no_allocate), in L2 under
-// `policy` (createpolicy: evict_first or evict_normal).
-__device__ __forceinline__ uint4 load_stream(const void* p, uint64_t policy) {
+// Weights are read once: keep them out of L1 (ld.global.nc.L1::no_allocate).
+__device__ __forceinline__ uint4 load_stream(const void* p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "l"(policy));
+      : "l"(p));
   return v;
-}
-__device__ __forceinline__ uint64_t weight_policy(bool evict_first) {
-  uint64_t p;
-  if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
-  return p;
 }
 __device__ __forceinline__ uint4 load_cached(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
@@ -104,7 +96,6 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
   // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
   // plain launch returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const uint64_t policy = weight_policy(p.evict_first);
   // Rows past N / tokens past M read a valid row (the last) and are never stored.
   const uint16_t* wl[RM][2];
   const uint16_t* xl[TN];
@@ -134,7 +125,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
       for (int i = 0; i < RM; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream(wl[i][h] + k, policy);
+        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream(wl[i][h] + k);
 #pragma unroll
       for (int j = 0; j < TN; ++j) xv[u][j] = load_cached(xl[j] + k);
     }
@@ -147,7 +138,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream(wl[i][h] + k, policy);
+      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream(wl[i][h] + k);
 #pragma unroll
     for (int j = 0; j < TN; ++j) xv[j] = load_cached(xl[j] + k);
     chunk_mma<T, RM, TN>(acc, wv, xv);
