@@ -11,6 +11,10 @@
 #include "../../kittens/hopper/warpgroup.cuh"
 #include "convert.cuh"
 
+#ifndef TK_STORE_EVICT_FIRST
+#define TK_STORE_EVICT_FIRST 0
+#endif
+
 namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
@@ -244,8 +248,16 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   if (t == 0) {
     // The output's tensor map is {inner: contiguous index, outer: the other}: kernel (col, row)
     // unswapped, (row, col) when kT.
+#if TK_STORE_EVICT_FIRST
+    // Compile-time A/B (TK_BUILD_DEFINES=TK_STORE_EVICT_FIRST=1): output boxes under an L2
+    // evict_first policy, so that they replace each other rather than the operand panels.
+    const uint64_t policy = l2_evict_first_policy();
+    if constexpr (kT) tma_store_2d_hint(tm_out, buffer, row0, n0 + H * L::STORE_COLS, policy);
+    else tma_store_2d_hint(tm_out, buffer, n0 + H * L::STORE_COLS, row0, policy);
+#else
     if constexpr (kT) tma_store_2d(tm_out, buffer, row0, n0 + H * L::STORE_COLS);
     else tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
+#endif
     tma_store_commit();
   }
 }
