@@ -73,14 +73,7 @@ struct gemm_layout {
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
   static constexpr int SCHED_SLOTS = 4;
-  // Clusters: a stage's release reaches the peer CTAs through their producers (one remote
-  // arrival per stage and CTA on peer_empty) instead of from every consumer warp (TK_CLUSTER_RELAY
-  // build define; 0: every consumer warp arrives on every CTA's empty barrier).
-#ifndef TK_CLUSTER_RELAY
-#define TK_CLUSTER_RELAY 0
-#endif
-  static constexpr bool kRelay = CLUSTER_ > 1 && TK_CLUSTER_RELAY != 0;
-  static constexpr int BARRIER_BYTES = 3 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -168,8 +161,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
   uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
-  uint64_t* peer_empty = empty + L::STAGES;  // kRelay: the peer producers' arrivals
-  uint64_t* sched_full = peer_empty + L::STAGES;
+  uint64_t* sched_full = empty + L::STAGES;
   uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;
   int* sched_unit = reinterpret_cast<int*>(sched_empty + L::SCHED_SLOTS);
   const bool dynamic = unit_counter != nullptr;
@@ -225,9 +217,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      // One arrival per consumer warp of the cluster, or (kRelay) of this CTA.
-      mbar_init(&empty[s], L::CONSUMERS * 4 * (L::kRelay ? 1 : L::CLUSTER));
-      if constexpr (L::kRelay) mbar_init(&peer_empty[s], L::CLUSTER - 1);  // each peer's producer
+      mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
@@ -270,16 +260,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           const int s = it % L::STAGES;
           if (xp & kXpBare) continue;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
-          if constexpr (L::kRelay) {
-            // This CTA's consumers are done with stage s: tell the peers (whose multicasts write
-            // it), then wait until theirs are done with it too. Round 0 needs neither.
-            if (it >= uint32_t(L::STAGES)) {
-#pragma unroll
-              for (int peer = 1; peer < L::CLUSTER; ++peer)
-                mbar_arrive_cluster(&peer_empty[s], (rank + peer) % L::CLUSTER);
-            }
-            mbar_wait(&peer_empty[s], ((it / L::STAGES) & 1) ^ 1);
-          }
           if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
           if (xp & kXpNoLoad) {
             mbar_arrive(&full[s]);
@@ -348,7 +328,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     auto release = [&](int stage) {
       if (!warp_leader || (xp & kXpBare)) return;
       mbar_arrive(&empty[stage]);
-      if constexpr (L::CLUSTER > 1 && !L::kRelay) {
+      if constexpr (L::CLUSTER > 1) {
 #pragma unroll
         for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
       }
