@@ -162,9 +162,6 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // instead of the plan's (plan.h kEvictFirstMaxM).
   TK_KNOB int evict_first = env_int("TK_HOPPER_EVICT_FIRST", -1, 0, 3);
   g.evict_first = evict_first >= 0 ? evict_first : g.plan.evict_first;
-  // TK_HOPPER_L2_PREFETCH=N: those operands also prefetched into L2 N k tiles ahead (A/B).
-  TK_KNOB int l2_prefetch = env_int("TK_HOPPER_L2_PREFETCH", 0, 0, 1 << 20);
-  g.l2_prefetch = l2_prefetch;
   TK_KNOB hopper::StoreVariant store = store_knob();
   g.store = store;
   at::Tensor workspace;  // split-K fp32 partials, from the caching allocator (stream-ordered)

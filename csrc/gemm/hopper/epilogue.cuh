@@ -51,9 +51,6 @@ struct Epilogue {
   // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
   // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
   int l2_evict_first = 0;
-  // > 0: the producer also prefetches into L2 the evict_first operands' boxes this many k tiles
-  // ahead of its loads, within the unit (TK_HOPPER_L2_PREFETCH, A/B).
-  int l2_prefetch = 0;
 };
 
 template <typename OutT>

@@ -267,12 +267,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           }
           mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
           uint8_t* stage = smem + s * L::STAGE_BYTES;
-          if (ep.l2_prefetch > 0 && kt + ep.l2_prefetch < kr.end) {
-            // Deeper than the ring: the streamed operand's box l2_prefetch k tiles ahead into L2.
-            const int kp = (kt + ep.l2_prefetch) * L::BK;
-            if (hint_x) L::a_tile::prefetch_slice(&tm_a, m0, kp, 0);
-            if (hint_y) L::b_tile::prefetch_slice(&tm_b, n0, kp, L::CLUSTER > 1 ? rank : 0);
-          }
           L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK, hint_x, evict_first);
           if constexpr (L::CLUSTER > 1)
             L::b_tile::load_slice(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, rank,

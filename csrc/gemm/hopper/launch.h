@@ -44,8 +44,6 @@ struct GemmArgs {
   // Operands loaded under an L2 evict_first policy (streamed once: recycle their own L2 lines
   // instead of evicting other data): bit 0 A, bit 1 B (plan.evict_first or TK_HOPPER_EVICT_FIRST).
   int evict_first = 0;
-  // > 0: L2 prefetch of the evict_first operands this many k tiles ahead (TK_HOPPER_L2_PREFETCH).
-  int l2_prefetch = 0;
   // Launch as a programmatic dependent of the kernel just before on the stream (PDL): the
   // prologue overlaps that kernel's tail; every global access waits (griddepcontrol.wait) for its
   // completion. Set after this call's re-pitch copy (pad_lines_launch), and for every call under

@@ -129,7 +129,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
-  ep.l2_prefetch = g.l2_prefetch;
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).

@@ -41,21 +41,6 @@ struct st_operand {
     }
   }
 
-  // L2 prefetch of what load_slice(..., part, ...) loads (part 0 of 1: the whole tile).
-  __device__ static void prefetch_slice(const CUtensorMap* map, int mn0, int k0, int part) {
-    if constexpr (!MnMajor) {
-      constexpr int rows = MN / Parts;
-      tma_prefetch_l2_2d(map, k0, mn0 + part * rows);
-    } else {
-      constexpr int total = MN / kBoxInner;
-      constexpr int chunks = total < Parts ? total : total / Parts;
-      if (total < Parts && part != 0) return;
-      const int first = total < Parts ? 0 : part * chunks;
-#pragma unroll
-      for (int c = first; c < first + chunks; ++c) tma_prefetch_l2_2d(map, mn0 + c * kBoxInner, k0);
-    }
-  }
-
   // Slice `part` of the tile, multicast to the CTAs of `mask` (same smem offsets in each).
   __device__ static void load_slice(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, int part,
                                     uint16_t mask, bool hint = false, uint64_t policy = 0) {

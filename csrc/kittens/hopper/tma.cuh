@@ -27,14 +27,6 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   return p;
 }
 
-// Prefetch of one box into L2 only (PTX cp.async.bulk.prefetch.tensor): no shared memory, no
-// completion; a later tma_load_2d of the same box then hits in L2.
-__device__ __forceinline__ void tma_prefetch_l2_2d(const CUtensorMap* map, int inner, int outer) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer)
-               : "memory");
-}
-
 // tma_load_2d with an L2 cache policy (PTX .L2::cache_hint).
 __device__ __forceinline__ void tma_load_2d_hint(void* dst, const CUtensorMap* map, uint64_t* bar, int inner, int outer,
                                                  uint64_t policy) {
