@@ -82,8 +82,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
   // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
   TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
-  // TK_HOPPER_BM64=0: no 64-row tiles for skinny problems (plan.h; on by default).
-  TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 1, 0, 0);
+  // TK_HOPPER_BM64=0: no 64-row tiles for skinny problems (plan.h; on by default); 2: rule 2
+  // also where its 64-row tiles would split K (run unsplit; A/B only).
+  TK_KNOB int bm64 = env_int("TK_HOPPER_BM64", 1, 0, 2);
   // TK_HOPPER_BM64_BN=64|128: the width of rule 1's 64-row tiles, fill test off (A/B only).
   TK_KNOB int bm64_bn = env_int("TK_HOPPER_BM64_BN", 0, 64, 128);
   // TK_HOPPER_SWAP=1: every plan swap-AB (kernel rows = N), i.e. 256 x 128 tiles of the output
@@ -93,7 +94,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill);
+                           swap, sk_fill, bm64 == 2);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

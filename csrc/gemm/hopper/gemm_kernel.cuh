@@ -40,7 +40,20 @@ struct gemm_layout {
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
-  static constexpr int STAGE_BYTES = a_tile::kBytes + b_tile::kBytes;
+  // k tiles (BK wide) per pipeline stage, each tile's A then B box (SUB_BYTES) one after the other.
+  // 2 for 64 x 64 tiles: one full/empty round trip per two k tiles, whose barrier costs a 64 x 64
+  // k tile (128 tensor cycles) cannot hide (benchmarks/micro/mainloop_rate.cu, H100: 337 -> 200
+  // cycles per k tile in a 2-CTA cluster; H200 128x4096x4096 22.7 -> 19.2 us, benchmarks/NOTES.md;
+  // 64 x 128 tiles measured even or slower, so 1 there). A unit's k range must then be whole stages
+  // or end at K (the tile past K arrives zero-filled): 64-row plans never split K (launch_impl.cuh
+  // checks). TK_BM64_KT (build define, A/B): 1 or 2 for every 64-row kernel.
+#ifndef TK_BM64_KT
+#define TK_BM64_KT 0
+#endif
+  static constexpr int KT = BM_ != 64 ? 1 : TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1;
+  static_assert(KT == 1 || (BM_ == 64 && !STREAM_K_), "several k tiles per stage: 64-row kernels only");
+  static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
+  static constexpr int STAGE_BYTES = KT * SUB_BYTES;
   // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x 64 columns
   // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
   // buffers so that filling one overlaps the TMA read of the other.
@@ -256,7 +269,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         SkSegment seg;
         decode(u, in_sk, w, kr, seg);
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
-        for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
+        for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;
           if (xp & kXpBare) continue;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
@@ -266,13 +279,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
           mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
-          uint8_t* stage = smem + s * L::STAGE_BYTES;
-          L::a_tile::load(stage, &tm_a, &full[s], m0, kt * L::BK, hint_x, evict_first);
-          if constexpr (L::CLUSTER > 1)
-            L::b_tile::load_slice(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, rank,
-                                  uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
-          else
-            L::b_tile::load(stage + L::a_tile::kBytes, &tm_b, &full[s], n0, kt * L::BK, hint_y, evict_first);
+#pragma unroll
+          for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
+            uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
+            const int k0 = (kt + j) * L::BK;
+            L::a_tile::load(sub, &tm_a, &full[s], m0, k0, hint_x, evict_first);
+            if constexpr (L::CLUSTER > 1)
+              L::b_tile::load_slice(sub + L::a_tile::kBytes, &tm_b, &full[s], n0, k0, rank,
+                                    uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
+            else
+              L::b_tile::load(sub + L::a_tile::kBytes, &tm_b, &full[s], n0, k0, hint_y, evict_first);
+          }
         }
         if (L::kStreamK && in_sk) {
           u -= kr.end - kr.begin;
@@ -390,7 +407,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
 #pragma unroll
       for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
-      for (int kt = kr.begin; kt < kr.end; ++kt, ++it) {
+      for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -398,9 +415,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const uint32_t stage_step = uint32_t(s) * (L::STAGE_BYTES >> 4);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < L::BK / 16; ++kk)
-          mma::mma(acc, pack_desc(a_lo + stage_step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
-                   pack_desc(b_lo + stage_step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
+        for (int j = 0; j < L::KT; ++j)
+#pragma unroll
+          for (int kk = 0; kk < L::BK / 16; ++kk) {
+            const uint32_t step = stage_step + uint32_t(j * (L::SUB_BYTES >> 4));
+            mma::mma(acc, pack_desc(a_lo + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+                     pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
+          }
         wgmma_commit();
         // A held round of the previous unit goes out while this k tile's wgmmas run.
         if (held_round < L::STORE_ROUNDS) store_held(held_round++);

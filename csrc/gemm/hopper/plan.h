@@ -88,7 +88,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0, int swap = -1, int stream_k_fill = 0) {
+                          int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false) {
   GemmPlan p{};
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
   p.group_m = group_m > 0 ? group_m : 8;
@@ -125,11 +125,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     }
   }
   // 64-row rule 2: other swapped problems whose 128-row tiles need K splits, when 64-row tiles
-  // of at most 128 columns need none.
+  // of at most 128 columns need none (bm64_unsplit, A/B knob TK_HOPPER_BM64=2: even if they
+  // would split).
   if (bm64 && p.swap_ab && all_widths && p.splits > 1) {
     int bn64 = 0, splits64 = 0;
     shape(64, bn64, splits64);
-    if (splits64 == 1 && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
+    if ((splits64 == 1 || bm64_unsplit) && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;

@@ -1,0 +1,208 @@
+// Operand delivery alone: how fast TMA boxes stream a skinny GEMM's operands into shared memory
+// with no math, built up piece by piece towards the GEMM's skinny plans (csrc/gemm/hopper/plan.h).
+// W (N rows x K, K contiguous, bf16) is the weight matrix, X (256 rows x K) the tokens. Every CTA
+// walks K in 64-element (128-B, 128-B swizzled) k tiles through a ring of S stages (full/empty
+// mbarriers, one producer thread, 4 consumer warps that wait and release, as the GEMM's do).
+//   R    : W rows per stage (the weight tile); XR: X rows per stage (0: no X)
+//   PAIR : false: CTA b owns W rows [b R, b R + R) and reads X rows [0, XR) like every CTA;
+//          true : CTAs 2c and 2c+1 share W rows [c R, c R + R) and own X rows [r XR, r XR + XR)
+//          (two token row tiles, as the 64-row plans for 65..128 tokens or swap-AB at 256)
+//   CL   : 2: the pair (PAIR) or two neighbours (!PAIR) form a cluster and load the shared
+//          operand once, half each, multicast to both (W with PAIR, X without)
+// Each call follows a 256 MB memset, as triton's do_bench flushes L2 (left full of dirty lines).
+// Prints us per call (median of 25, cudaEvent around the kernel alone) and GB/s of W.
+// Found on the H200 (2026-11-25d; benchmarks/NOTES.md): the k tiles per stage do not matter once
+// the ring is compile-time (an earlier runtime-parameter version of this kernel spent ~900 cycles
+// per stage in its producer thread, whatever it loaded, and misled for a while).
+// Build and run: bash benchmarks/micro/run_tma_stream.sh (H100/H200).
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include "../../csrc/kittens/hopper/cluster.cuh"
+#include "../../csrc/kittens/hopper/gl.cuh"
+#include "../../csrc/kittens/hopper/mbarrier.cuh"
+#include "../../csrc/kittens/hopper/tma.cuh"
+
+using namespace kittens::hopper;
+
+template <int R, int XR, bool PAIR, int CL, int S>
+__global__ void __launch_bounds__(160, 1)
+    stream_kernel(const __grid_constant__ CUtensorMap w, const __grid_constant__ CUtensorMap x, int ktiles,
+                  unsigned* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  constexpr int kW = R * 128, kX = XR * 128, kStage = kW + kX;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + S * kStage);
+  uint64_t* empty = full + S;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t rank = CL > 1 ? cluster_ctarank() : 0;
+  const int wrow0 = PAIR ? int(blockIdx.x / 2) * R : int(blockIdx.x) * R;
+  const int xrow0 = PAIR ? int(blockIdx.x % 2) * XR : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 4 * CL);
+    mbar_init_fence();
+  }
+  if constexpr (CL > 1) cluster_sync();
+  else __syncthreads();
+  if (warp == 0) {
+    if (lane == 0) {
+      tma_prefetch_desc(&w);
+      tma_prefetch_desc(&x);
+      const uint64_t policy = l2_evict_first_policy();
+      for (uint32_t t = 0; t < uint32_t(ktiles); ++t) {
+        const uint32_t s = t % S;
+        mbar_wait(&empty[s], ((t / S) & 1) ^ 1);
+        mbar_arrive_expect_tx(&full[s], kStage);
+        uint8_t* dst = smem + s * kStage;
+        const int k = int(t) * 64;
+        if (CL > 1 && PAIR)  // half the shared W tile each, into both CTAs
+          tma_load_2d_multicast_hint(dst + rank * (kW / 2), &w, &full[s], k, wrow0 + int(rank) * (R / 2), 3, policy);
+        else
+          tma_load_2d_hint(dst, &w, &full[s], k, wrow0, policy);
+        if constexpr (XR > 0) {
+          if (CL > 1 && !PAIR)  // half the shared X tile each, into both CTAs
+            tma_load_2d_multicast(dst + kW + rank * (kX / 2), &x, &full[s], k, xrow0 + int(rank) * (XR / 2), 3);
+          else
+            tma_load_2d(dst + kW, &x, &full[s], k, xrow0);
+        }
+      }
+    }
+  } else {
+    unsigned acc = 0;
+    for (uint32_t t = 0; t < uint32_t(ktiles); ++t) {
+      const uint32_t s = t % S;
+      mbar_wait(&full[s], (t / S) & 1);
+      acc += reinterpret_cast<const unsigned*>(smem + s * kStage)[lane];
+      __syncwarp();
+      if (lane == 0) {
+        mbar_arrive(&empty[s]);
+        if constexpr (CL > 1) mbar_arrive_cluster(&empty[s], rank ^ 1);
+      }
+    }
+    if (acc == 0x12345678u) sink[blockIdx.x] = acc;  // keeps the reads
+  }
+  if constexpr (CL > 1) cluster_sync();  // no CTA leaves while its peer may still write into it
+}
+
+// The reference: every thread reads 16-B vectors of W, grid-stride (how fast plain loads read it).
+__global__ void ldg_kernel(const uint4* w, size_t n16, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) {
+    uint4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(w + i));
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+__global__ void fill_kernel(uint16_t* w, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u;
+    h ^= h >> 15;
+    w[i] = uint16_t(0x3c00 | (h & 0x3ff));  // finite bf16 values, not zeros
+  }
+}
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);    \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+static uint8_t* g_flush = nullptr;
+static const size_t kFlushBytes = 256ull << 20;
+static unsigned* g_sink = nullptr;
+
+template <class F>
+static double time_us(F&& launch, int reps = 25) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int r = 0; r < reps + 3; ++r) {
+    CK(cudaMemsetAsync(g_flush, 0, kFlushBytes));
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (r >= 3) v.push_back(ms * 1000.f);
+  }
+  CK(cudaGetLastError());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Shape {
+  int n, k;
+};
+
+template <int R, int XR, bool PAIR, int CL, int S>
+static void run(const char* what, const Shape& sh, const void* w, const void* x) {
+  auto kern = stream_kernel<R, XR, PAIR, CL, S>;
+  if (sh.n % R != 0) return;
+  CUtensorMap wm, xm;
+  const gl2d gw{w, uint64_t(sh.k), uint64_t(sh.n), uint64_t(sh.k), 2};
+  const gl2d gx{x, uint64_t(sh.k), 256, uint64_t(sh.k), 2};
+  const int wbox = CL > 1 && PAIR ? R / 2 : R, xbox = XR == 0 ? 64 : CL > 1 && !PAIR ? XR / 2 : XR;
+  if (make_tma_desc(&wm, gw, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, wbox) != CUDA_SUCCESS ||
+      make_tma_desc(&xm, gx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, xbox) != CUDA_SUCCESS) {
+    std::printf("descriptor failed\n");
+    std::exit(1);
+  }
+  const int ctas = PAIR ? 2 * sh.n / R : sh.n / R;
+  const int smem = S * (R + XR) * 128 + 2 * S * 8 + 1024;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  cfg.gridDim = dim3(ctas);
+  cfg.blockDim = dim3(160);
+  cfg.dynamicSmemBytes = size_t(smem);
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CL, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = CL > 1 ? 1 : 0;
+  const int ktiles = sh.k / 64;
+  const double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, kern, wm, xm, ktiles, g_sink)); });
+  std::printf("%5dx%-6d %-44s R %3d X %3d pair %d cl %d S %2d CTAs %4d %8.2f us %6.0f GB/s\n", sh.n, sh.k, what, R, XR,
+              int(PAIR), CL, S, ctas, us, double(sh.n) * sh.k * 2 / us * 1e-3);
+}
+
+int main() {
+  CK(cudaMalloc(&g_flush, kFlushBytes));
+  CK(cudaMalloc(&g_sink, 4096 * sizeof(unsigned)));
+  const Shape shapes[] = {{4096, 4096}, {8192, 8192}, {14336, 4096}, {4096, 14336}};
+  uint16_t* x;
+  CK(cudaMalloc(&x, size_t(256) * 14336 * 2));
+  fill_kernel<<<1024, 256>>>(x, size_t(256) * 14336);
+  for (const Shape& sh : shapes) {
+    uint16_t* w;
+    const size_t wbytes = size_t(sh.n) * sh.k * 2;
+    CK(cudaMalloc(&w, wbytes));
+    fill_kernel<<<1024, 256>>>(w, size_t(sh.n) * sh.k);
+    CK(cudaDeviceSynchronize());
+    const double ldg = time_us([&] { ldg_kernel<<<132 * 8, 512>>>(reinterpret_cast<const uint4*>(w), wbytes / 16, g_sink); });
+    std::printf("%5dx%-6d %-44s %54.2f us %6.0f GB/s\n", sh.n, sh.k, "ld.global.nc v4 over W (reference)", ldg,
+                wbytes / ldg * 1e-3);
+    run<64, 0, false, 1, 13>("W only, 64-row tiles", sh, w, x);
+    run<128, 0, false, 1, 6>("W only, 128-row tiles", sh, w, x);
+    run<64, 64, false, 1, 13>("+ 64 tokens (M 64, every CTA the same)", sh, w, x);
+    run<64, 64, false, 2, 13>("  tokens multicast in pairs along N", sh, w, x);
+    run<64, 64, true, 1, 13>("M 128: pairs share W, own 64 tokens", sh, w, x);
+    run<64, 64, true, 2, 13>("  W multicast in the pair (128xNx64 plan)", sh, w, x);
+    run<128, 128, true, 1, 6>("M 256: pairs share W, own 128 tokens", sh, w, x);
+    run<128, 128, true, 2, 6>("  W multicast in the pair", sh, w, x);
+    run<128, 128, false, 1, 6>("M 128 in one 128-token tile", sh, w, x);
+    run<128, 128, false, 2, 6>("  tokens multicast in pairs along N", sh, w, x);
+    CK(cudaFree(w));
+  }
+  return 0;
+}
