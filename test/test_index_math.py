@@ -657,6 +657,10 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert p["swap_ab"] and all_widths and p["splits"] > 1
         assert b["splits"] == 1 and b["bn"] <= 128 and b["cluster"] == 1 and b["sk_tiles"] == 0
         assert b["units"] == n_tiles(b["bn"], 64) and b["grid"] == min(b["units"], sms)
+        # unsplit: the 64-row tiles needed no split, or K is within the narrowing bound and they
+        # fill at least 3/8 of the SMs
+        fills = k_tiles <= 128 and 8 * b["units"] >= 3 * sms
+        assert b["units"] >= sms or fills or min(sms // b["units"], k_tiles // 4, 16) <= 1
     # stream-K fill: fewer 128x256 tiles than SMs, each CTA >= 16 k tiles; level 1 only where the
     # plan was 128x256 unsplit unclustered already, level 2 also for kernels wider than 128
     t256 = n_tiles(256)
@@ -703,6 +707,10 @@ def test_hopper_plan_examples():
     b = _C.hopper_plan(64, 8192, 8192, 132)  # swapped 64x64 tiles: 128, unsplit (128-row: 64 x 2 splits)
     assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"]) == (True, 64, 64, 1, 1)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bm"] == 128  # 64-row tiles would be 64x256
-    assert _C.hopper_plan(64, 4096, 4096, 132)["bm"] == 128  # 64 tiles of 64x64: still split
+    # 64 tiles of 64x64 would split twice; unsplit they fill 3/8 of the SMs (K <= 8192)
+    b = _C.hopper_plan(64, 4096, 4096, 132)
+    assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["units"]) == (True, 64, 64, 1, 64)
+    assert _C.hopper_plan(64, 2048, 4096, 132)["splits"] > 1  # 32 tiles: too few SMs unsplit
+    assert _C.hopper_plan(128, 4096, 14336, 132)["bm"] == 128  # K past the bound: split
     assert _C.hopper_plan(256, 4096, 14336, 132)["bm"] == 128  # K past the narrowing bound
     assert _C.hopper_plan(128, 4096, 4096, 132, bm64=False)["bm"] == 128

@@ -80,7 +80,8 @@ struct gemm_layout {
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
   static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: 5 / 8 / 13.
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: BN 128 -> 8, BN 64
+  // -> 6 (two k tiles per stage, 32 KB).
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
   static constexpr int STAGES = kFit < 16 ? kFit : 16;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;

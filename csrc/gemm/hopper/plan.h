@@ -15,7 +15,8 @@
 //  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
 //    65..256 tokens unswapped, CTA pairs sharing the weight tile, e.g. 128x4096x4096 -> 128 tiles
 //    of 64x64 (cuBLAS's tile there) instead of 64 tiles of 128x64 x 2 K splits: H100 28.7 ->
-//    24.9 us; or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us). A 64 x 256
+//    24.9 us; or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us; at K <= 8192
+//    also when the unsplit tiles fill 3/8 of the SMs: 64x4096x4096 20.3 -> 17.8 us). A 64 x 256
 //    tile (one warpgroup) measured 2-24% slower than 128-row tiles, hence the width bound.
 //  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
 //    units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
@@ -125,12 +126,16 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     }
   }
   // 64-row rule 2: other swapped problems whose 128-row tiles need K splits, when 64-row tiles
-  // of at most 128 columns need none (bm64_unsplit, A/B knob TK_HOPPER_BM64=2: even if they
-  // would split).
+  // of at most 128 columns need none -- or, for K within the narrowing bound, when they would
+  // split but fill at least 3/8 of the SMs unsplit (64x4096x4096: 64 unsplit 64x64 tiles, two k
+  // tiles per stage, 17.8 us vs 20.3 for 32 128x64 tiles x 4 splits + the reduction, H200; at
+  // K = 14336 unsplit was slower: 128x4096x14336 47.4 -> 53.0 us). bm64_unsplit (A/B knob
+  // TK_HOPPER_BM64=2) drops both bounds.
   if (bm64 && p.swap_ab && all_widths && p.splits > 1) {
     int bn64 = 0, splits64 = 0;
     shape(64, bn64, splits64);
-    if ((splits64 == 1 || bm64_unsplit) && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
+    const bool fills = narrow && 8 * plan_tiles(rows, cols, 64, bn64) >= 3 * int64_t(num_sms);
+    if ((splits64 == 1 || fills || bm64_unsplit) && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
