@@ -569,7 +569,8 @@ def test_gemm_bm64(shape, layout, dtype):
     """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped CTA pairs multicasting the
     weight tile (64x64 with an odd number of row tiles, so one pair's second CTA is past M; 64x128;
     a 16-B output pitch: the TMA-store epilogue) and swapped unsplit plans (64x64, 64x128), tails
-    in M, N and K, addmm terms; one k tile (K = 40) and three."""
+    in M, N and K, addmm terms; one k tile (K = 40), three and nine: the 64x64 kernels load two k
+    tiles per stage, so an odd count ends on a tile past K that arrives zero-filled."""
     if os.environ.get("TK_HOPPER_BM64") == "0":
         pytest.skip("TK_HOPPER_BM64=0 turns 64-row tiles off")
     M, N, K = shape
