@@ -96,11 +96,11 @@ PYBIND11_MODULE(_C, m) {
       py::arg("block_id"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
   m.def(
       "split_k_range",
-      [](int s, int splits, int k_tiles) {
-        auto r = kittens::split_k_range(s, splits, k_tiles);
+      [](int s, int splits, int k_tiles, int align) {
+        auto r = kittens::split_k_range(s, splits, k_tiles, align);
         return std::make_tuple(r.begin, r.end);
       },
-      py::arg("split"), py::arg("splits"), py::arg("k_tiles"));
+      py::arg("split"), py::arg("splits"), py::arg("k_tiles"), py::arg("align") = 1);
   m.def(
       "work_unit",
       [](int id, int tm, int tn, int g) {

@@ -8,7 +8,8 @@ at which the producer won each k tile's empty slot (= issued its TMA loads) and 
 consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
 tile's load latency, the median issue->full latency, the median interval between full tiles,
-and the end (after the epilogue), all in cycles. TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
+and the end (after the epilogue), all in cycles (the first 16 records of each; TK_TRACE_FULL=1:
+all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
 32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
 (the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
 epilogue cycles per unit).
@@ -72,8 +73,9 @@ def summarize(text, units=False):
         gaps = [cons[i + 1] - cons[i] for i in range(len(cons) - 2)] or [0]
         print(f"{blk:>5} {starts[blk] - g0:>8} {cons[0]:>8} {statistics.median(lat):>8.0f} "
               f"{statistics.median(gaps):>12.0f} {cons[-2] if len(cons) > 1 else 0:>9} {cons[-1]:>7}")
-        print(f"      issue: {prod[:16]} ...")
-        print(f"      full : {cons[:16]} ...")
+        show = None if os.environ.get("TK_TRACE_FULL") else 16  # TK_TRACE_FULL=1: every record
+        print(f"      issue: {prod[:show]} ...")
+        print(f"      full : {cons[:show]} ...")
         if units:  # cons = [start_0, issued_0, done_0, start_1, ..., after the last epilogue]
             t = cons[: len(cons) - 1]
             main = [t[i + 2] - t[i] for i in range(0, len(t) - 2, 3)] or [0]

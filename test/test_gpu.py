@@ -562,6 +562,23 @@ def test_gemm_fused_split_k(shape, layout, dtype, out_fp32):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,out_fp32", [((120, 1000, 9000), False), ((120, 1000, 9000), True),
+                                            ((256, 1000, 3000), True)], ids=["120x1000x9000", "120x1000x9000-fp32out",
+                                                                             "256x1000x3000-fp32out"])
+def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
+    """Split-K on 128 x 128 tiles with an odd number of k tiles (141: 16 splits; 47: 8 splits of
+    fp32-out plans): with several k tiles per stage (TK_BM128_KT=2 builds) every split range must
+    start on a stage and the last one ends on a zero-filled tile past K (kittens::split_k_range
+    align); tails in M, N and K, addmm terms."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
+    assert plan["bm"] == 128 and plan["bn"] == 128 and plan["splits"] > 1, f"shape no longer splits 128x128 tiles: {plan}"
+    _check_addmm_case(shape, layout, dtype, out_fp32)
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(150, 2100, 1000), (200, 4100, 1000), (128, 4096, 1000), (40, 8200, 520),
                                    (100, 8200, 8300), (128, 4096, 40), (130, 2100, 130)],
                          ids=lambda s: "x".join(map(str, s)))

@@ -497,6 +497,22 @@ def test_split_k_ranges_tile_k_in_order(k_tiles, splits):
     assert all(e > b for b, e in ranges)  # every split has work
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 64), st.sampled_from([1, 2, 4]))
+def test_split_k_ranges_aligned_to_stages(k_tiles, splits, align):
+    """Kernels with several k tiles per stage (gemm_layout::KT) need every range to start on a
+    stage and end on one or at K (the stage's tiles past K arrive zero-filled)."""
+    ranges = [_C.split_k_range(s, splits, k_tiles, align) for s in range(splits)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == k_tiles
+    for (b0, e0), (b1, e1) in zip(ranges, ranges[1:]):
+        assert e0 == b1 and e0 % align == 0
+    assert all(e >= b for b, e in ranges)
+    if splits <= -(-k_tiles // align):
+        assert all(e > b for b, e in ranges)  # every split has work
+    if align == 1:
+        assert ranges == [_C.split_k_range(s, splits, k_tiles) for s in range(splits)]
+
+
 @pytest.mark.parametrize("tm,tn,g,splits", [(1, 1, 8, 1), (3, 5, 8, 2), (17, 9, 8, 3), (64, 32, 8, 1), (2, 40, 8, 4)])
 def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
     seen = {_C.work_unit(u, tm, tn, g) for u in range(tm * tn * splits)}

@@ -11,9 +11,10 @@
 //          operand once, half each, multicast to both (W with PAIR, X without)
 // Each call follows a 256 MB memset, as triton's do_bench flushes L2 (left full of dirty lines).
 // Prints us per call (median of 25, cudaEvent around the kernel alone) and GB/s of W.
-// Found on the H200 (2026-11-25d; benchmarks/NOTES.md): the k tiles per stage do not matter once
+// Found on the H200 (benchmarks/NOTES.md): 2026-11-25d, the k tiles per stage do not matter once
 // the ring is compile-time (an earlier runtime-parameter version of this kernel spent ~900 cycles
-// per stage in its producer thread, whatever it loaded, and misled for a while).
+// per stage in its producer thread, whatever it loaded, and misled for a while); 2026-11-25e,
+// boxes partly past the tensor (rows zero-filled by TMA) arrive much more slowly than whole ones.
 // Build and run: bash benchmarks/micro/run_tma_stream.sh (H100/H200).
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -31,8 +32,8 @@ using namespace kittens::hopper;
 
 template <int R, int XR, bool PAIR, int CL, int S>
 __global__ void __launch_bounds__(160, 1)
-    stream_kernel(const __grid_constant__ CUtensorMap w, const __grid_constant__ CUtensorMap x, int ktiles,
-                  unsigned* sink) {
+    stream_kernel(const __grid_constant__ CUtensorMap w, const __grid_constant__ CUtensorMap x,
+                  const __grid_constant__ CUtensorMap xt, int xt_rows, int ktiles, unsigned* sink) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   constexpr int kW = R * 128, kX = XR * 128, kStage = kW + kX;
@@ -42,6 +43,10 @@ __global__ void __launch_bounds__(160, 1)
   const uint32_t rank = CL > 1 ? cluster_ctarank() : 0;
   const int wrow0 = PAIR ? int(blockIdx.x / 2) * R : int(blockIdx.x) * R;
   const int xrow0 = PAIR ? int(blockIdx.x % 2) * XR : 0;
+  // xt_rows > 0 (PAIR): the second token tile is loaded through xt, whose box has only the
+  // xt_rows rows inside the tensor (no zero-filled rows past it); the rest of the slot is stale.
+  const bool x_tail = PAIR && xt_rows > 0 && blockIdx.x % 2 == 1;
+  const int stage_tx = x_tail ? kW + xt_rows * 128 : kStage;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 4 * CL);
     mbar_init_fence();
@@ -56,7 +61,7 @@ __global__ void __launch_bounds__(160, 1)
       for (uint32_t t = 0; t < uint32_t(ktiles); ++t) {
         const uint32_t s = t % S;
         mbar_wait(&empty[s], ((t / S) & 1) ^ 1);
-        mbar_arrive_expect_tx(&full[s], kStage);
+        mbar_arrive_expect_tx(&full[s], stage_tx);
         uint8_t* dst = smem + s * kStage;
         const int k = int(t) * 64;
         if (CL > 1 && PAIR)  // half the shared W tile each, into both CTAs
@@ -67,7 +72,7 @@ __global__ void __launch_bounds__(160, 1)
           if (CL > 1 && !PAIR)  // half the shared X tile each, into both CTAs
             tma_load_2d_multicast(dst + kW + rank * (kX / 2), &x, &full[s], k, xrow0 + int(rank) * (XR / 2), 3);
           else
-            tma_load_2d(dst + kW, &x, &full[s], k, xrow0);
+            tma_load_2d(dst + kW, x_tail ? &xt : &x, &full[s], k, xrow0);
         }
       }
     }
@@ -146,16 +151,22 @@ struct Shape {
 };
 
 template <int R, int XR, bool PAIR, int CL, int S>
-static void run(const char* what, const Shape& sh, const void* w, const void* x) {
+static void run(const char* what, const Shape& sh, const void* w, const void* x, int xrows = 256, bool tail_box = false) {
   auto kern = stream_kernel<R, XR, PAIR, CL, S>;
   if (sh.n % R != 0) return;
-  CUtensorMap wm, xm;
+  CUtensorMap wm, xm, xtm;
   const gl2d gw{w, uint64_t(sh.k), uint64_t(sh.n), uint64_t(sh.k), 2};
-  const gl2d gx{x, uint64_t(sh.k), 256, uint64_t(sh.k), 2};
+  const gl2d gx{x, uint64_t(sh.k), uint64_t(xrows), uint64_t(sh.k), 2};  // rows past xrows: zero-filled
   const int wbox = CL > 1 && PAIR ? R / 2 : R, xbox = XR == 0 ? 64 : CL > 1 && !PAIR ? XR / 2 : XR;
   if (make_tma_desc(&wm, gw, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, wbox) != CUDA_SUCCESS ||
       make_tma_desc(&xm, gx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, xbox) != CUDA_SUCCESS) {
     std::printf("descriptor failed\n");
+    std::exit(1);
+  }
+  const int xt_rows = tail_box && PAIR ? xrows - XR : 0;
+  xtm = xm;
+  if (xt_rows > 0 && make_tma_desc(&xtm, gx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 64, xt_rows) != CUDA_SUCCESS) {
+    std::printf("tail descriptor failed\n");
     std::exit(1);
   }
   const int ctas = PAIR ? 2 * sh.n / R : sh.n / R;
@@ -171,7 +182,7 @@ static void run(const char* what, const Shape& sh, const void* w, const void* x)
   cfg.attrs = attr;
   cfg.numAttrs = CL > 1 ? 1 : 0;
   const int ktiles = sh.k / 64;
-  const double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, kern, wm, xm, ktiles, g_sink)); });
+  const double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, kern, wm, xm, xtm, xt_rows, ktiles, g_sink)); });
   std::printf("%5dx%-6d %-44s R %3d X %3d pair %d cl %d S %2d CTAs %4d %8.2f us %6.0f GB/s\n", sh.n, sh.k, what, R, XR,
               int(PAIR), CL, S, ctas, us, double(sh.n) * sh.k * 2 / us * 1e-3);
 }
@@ -202,6 +213,14 @@ int main() {
     run<128, 128, true, 2, 6>("  W multicast in the pair", sh, w, x);
     run<128, 128, false, 1, 6>("M 128 in one 128-token tile", sh, w, x);
     run<128, 128, false, 2, 6>("  tokens multicast in pairs along N", sh, w, x);
+    if (sh.n == 8192) {  // token tiles partly past M: the second tile's box is half / all but one row out of bounds
+      run<128, 128, true, 1, 6>("M 192: as M 256, rows 192.. past the map", sh, w, x, 192);
+      run<128, 128, true, 1, 6>("M 129: as M 256, rows 129.. past the map", sh, w, x, 129);
+      run<128, 128, true, 1, 6>("M 192, second tile a 64-row box (none past)", sh, w, x, 192, true);
+      run<128, 128, true, 1, 6>("M 136, second tile an 8-row box (none past)", sh, w, x, 136, true);
+      run<64, 64, true, 1, 13>("M 96: as M 128 (64-row), rows 96.. past", sh, w, x, 96);
+      run<64, 64, true, 1, 13>("M 96, second tile a 32-row box (none past)", sh, w, x, 96, true);
+    }
     CK(cudaFree(w));
   }
   return 0;

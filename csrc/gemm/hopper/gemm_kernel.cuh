@@ -50,8 +50,13 @@ struct gemm_layout {
 #ifndef TK_BM64_KT
 #define TK_BM64_KT 0
 #endif
-  static constexpr int KT = BM_ != 64 ? 1 : TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1;
-  static_assert(KT == 1 || (BM_ == 64 && !STREAM_K_), "several k tiles per stage: 64-row kernels only");
+  // TK_BM128_KT (build define, A/B): k tiles per stage of the 128 x 128 kernels (split-K ranges
+  // are then whole stages: kittens::split_k_range's align).
+#ifndef TK_BM128_KT
+#define TK_BM128_KT 1
+#endif
+  static constexpr int KT = BM_ == 64 ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1) : BN_ == 128 ? TK_BM128_KT : 1;
+  static_assert(KT == 1 || !STREAM_K_, "several k tiles per stage: not in the stream-K kernels");
   static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
   static constexpr int STAGE_BYTES = KT * SUB_BYTES;
   // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x 64 columns
@@ -215,7 +220,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         kr = KRange{0, k_tiles};
       } else {
         w = work_unit(u, tiles_m, tiles_n, group);
-        kr = split_k_range(w.split, splits, k_tiles);
+        kr = split_k_range(w.split, splits, k_tiles, L::KT);  // whole stages (the last ends at K)
       }
     }
   };
@@ -438,7 +443,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       wgmma_wait<0>();
       fence_regs(acc);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      release((it - 1) % L::STAGES);
+      if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
       const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
       if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
       if constexpr (L::kStreamK) {

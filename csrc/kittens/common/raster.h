@@ -24,14 +24,18 @@ TK_HD TileCoord grouped_tile(int id, int tiles_m, int tiles_n, int group_m) {
 
 namespace kittens {
 
-// Split-K: split s of `splits` covers k tiles [begin, end); every split gets >= 1 tile when
-// splits <= k_tiles, and the splits tile [0, k_tiles) in order.
+// Split-K: split s of `splits` covers k tiles [begin, end); the splits tile [0, k_tiles) in order.
+// align: the bounds are multiples of `align` k tiles (a kernel stage of several k tiles), except
+// the last end, k_tiles. Every split gets >= 1 tile when splits <= ceil(k_tiles / align); past
+// that some ranges are empty (the kernel then stores zero partials).
 struct KRange {
   int begin;
   int end;
 };
-TK_HD KRange split_k_range(int s, int splits, int k_tiles) {
-  return KRange{static_cast<int>(int64_t(s) * k_tiles / splits), static_cast<int>(int64_t(s + 1) * k_tiles / splits)};
+TK_HD KRange split_k_range(int s, int splits, int k_tiles, int align = 1) {
+  const int64_t n = (int64_t(k_tiles) + align - 1) / align;  // whole stages
+  const int64_t b = int64_t(s) * n / splits * align, e = int64_t(s + 1) * n / splits * align;
+  return KRange{static_cast<int>(b), static_cast<int>(e < k_tiles ? e : k_tiles)};
 }
 
 // Persistent work unit `id` of tiles_m * tiles_n * splits: the split is the slowest index, so the
