@@ -51,6 +51,10 @@ struct Epilogue {
   // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
   // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
   int l2_evict_first = 0;
+  // Tail boxes (gemm_kernel.cuh): rows of the last row tile of X / column tile of Y inside the
+  // tensor, loaded through a map whose box has exactly that many rows; 0: no tail map (the full
+  // box, its rows past the tensor zero-filled by TMA).
+  int x_tail_rows = 0, y_tail_rows = 0;
 };
 
 template <typename OutT>

@@ -96,6 +96,12 @@ struct gemm_layout {
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
+  // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
+  // 128-token tile with 64 rows past M 47 -> 65 us of operand delivery, 42 us as a 64-row box), so
+  // the last tile's rows come through a map with an exact box and the slot's other rows keep stale
+  // data, which only reaches outputs past M / N (never stored).
+  static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
   static_assert(STAGES >= 3, "pipeline too shallow");
 };
 
@@ -159,7 +165,8 @@ __device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, 
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                const __grid_constant__ CUtensorMap tm_out, Epilogue<typename L::out_t> ep, int M, int N, int K,
+                const __grid_constant__ CUtensorMap tm_out, const __grid_constant__ CUtensorMap tm_a_tail,
+                const __grid_constant__ CUtensorMap tm_b_tail, Epilogue<typename L::out_t> ep, int M, int N, int K,
                 int splits, int store_mode, int group_m, int* unit_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #ifdef TK_EXPERIMENTS
@@ -247,6 +254,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     mbar_init_fence();
     tma_prefetch_desc(&tm_a);
     tma_prefetch_desc(&tm_b);
+    if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
+    if (L::kYTail && ep.y_tail_rows > 0) tma_prefetch_desc(&tm_b_tail);
   }
   if constexpr (L::CLUSTER > 1) cluster_sync();  // peers' barriers initialised before any remote use
   else __syncthreads();
@@ -275,6 +284,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         SkSegment seg;
         decode(u, in_sk, w, kr, seg);
         const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
+        // X rows past M: a cluster's CTA beyond the last row tile loads none of them (its rows
+        // are never stored); the last row / column tile through the tail maps (gemm_layout).
+        const bool x_none = m0 >= M;
+        const bool x_tail = L::kXTail && ep.x_tail_rows > 0 && m0 + L::BM > M && !x_none;
+        const bool y_tail = L::kYTail && ep.y_tail_rows > 0 && n0 + L::BN > N;
+        const CUtensorMap* const map_x = x_tail ? &tm_a_tail : &tm_a;
+        const CUtensorMap* const map_y = y_tail ? &tm_b_tail : &tm_b;
+        constexpr uint32_t kRowBytes = L::a_tile::kBytes / L::BM;  // one K-major row of a k tile (128 B)
+        const uint32_t x_bytes = x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kRowBytes : uint32_t(L::a_tile::kBytes);
+        const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kRowBytes : uint32_t(L::b_tile::kBytes);
+        const uint32_t stage_tx = uint32_t(L::KT) * (x_bytes + y_bytes);
         for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;
           if (xp & kXpBare) continue;
@@ -284,17 +304,17 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             mbar_arrive(&full[s]);
             continue;
           }
-          mbar_arrive_expect_tx(&full[s], L::STAGE_BYTES);    // full boxes, zero-filled bytes included
+          mbar_arrive_expect_tx(&full[s], stage_tx);  // boxes' bytes, zero-filled ones past K included
 #pragma unroll
           for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
             uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
             const int k0 = (kt + j) * L::BK;
-            L::a_tile::load(sub, &tm_a, &full[s], m0, k0, hint_x, evict_first);
+            if (!x_none) L::a_tile::load(sub, map_x, &full[s], m0, k0, hint_x, evict_first);
             if constexpr (L::CLUSTER > 1)
               L::b_tile::load_slice(sub + L::a_tile::kBytes, &tm_b, &full[s], n0, k0, rank,
                                     uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
             else
-              L::b_tile::load(sub + L::a_tile::kBytes, &tm_b, &full[s], n0, k0, hint_y, evict_first);
+              L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
         }
         if (L::kStreamK && in_sk) {

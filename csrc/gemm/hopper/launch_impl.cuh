@@ -74,6 +74,20 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter, promo) != CUDA_SUCCESS ||
       make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo) != CUDA_SUCCESS)
     return "cuTensorMapEncodeTiled failed";
+  // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
+  // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
+  static const bool tail_boxes = [] {
+    const char* e = std::getenv("TK_HOPPER_TAIL_BOX");
+    return e == nullptr || std::atoi(e) != 0;
+  }();
+  CUtensorMap tx_tail = tx, ty_tail = ty;
+  const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
+  const int y_tail_rows = tail_boxes && L::kYTail ? op.cols % L::BN : 0;
+  if ((x_tail_rows > 0 &&
+       make_tma_desc(&tx_tail, gx, tma_dtype<T>(), L::a_tile::kBoxInner, x_tail_rows, promo) != CUDA_SUCCESS) ||
+      (y_tail_rows > 0 &&
+       make_tma_desc(&ty_tail, gy, tma_dtype<T>(), L::b_tile::kBoxInner, y_tail_rows, promo) != CUDA_SUCCESS))
+    return "cuTensorMapEncodeTiled failed (tail box)";
 
   const GemmPlan& p = g.plan;
   const int64_t units = int64_t(ceil_div(op.rows, L::BM * L::CLUSTER)) * ceil_div(op.cols, L::BN) * p.splits;
@@ -109,6 +123,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     ep.trace = trace_buf;
   }
 #endif
+  ep.x_tail_rows = x_tail_rows;
+  ep.y_tail_rows = y_tail_rows;
   if constexpr (L::kStreamK) {
     ep.sk_tiles = p.sk_tiles;
     ep.ready_flags = g.unit_counter + 1;
@@ -169,11 +185,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     cfg.stream = stream;
     cfg.attrs = &pdl;
     cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
-                             unit_counter);
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
+                             store_mode, p.group_m, unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   } else if constexpr (L::CLUSTER == 1) {
-    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, ep, op.rows, op.cols,
+    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, tx_tail, ty_tail, ep,
+                                                                                 op.rows, op.cols,
                                                                                  g.K, p.splits, store_mode, p.group_m,
                                                                                  unit_counter);
   } else {
@@ -204,8 +221,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     }
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
     cfg.numAttrs = g.dependent ? 2 : 1;
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m,
-                             unit_counter);
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
+                             store_mode, p.group_m, unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
 #ifdef TK_EXPERIMENTS
