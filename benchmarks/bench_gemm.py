@@ -11,6 +11,9 @@ Suites (issue 5; M x N x K, out = A(MxK) @ B(KxN)):
              (8192, 8192)}, NT (decode: x @ W^T); also reports the HBM roofline fraction
              (A, B and C bytes once over the measured device-to-device copy bandwidth)
   quick      a few of each
+  tails      (not in all) token counts that are not a multiple of the tile, NT: M in {96, 129, 192,
+             200, 320} x (N, K) in {(4096, 4096), (8192, 8192)}: their last tile's operand boxes
+             (NOTES.md, tail boxes)
 Both ops get the SAME fresh random inputs. Timings are interleaved in one process: each round
 times ours and the baseline back to back, alternating which goes first, with
 triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
@@ -42,7 +45,9 @@ SUITES = {
                for (n, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192))],
     "quick": [((4096, 4096, 4096), "NT"), ((8192, 8192, 8192), "NN"), ((8192, 28672, 4096), "TN"),
               ((8191, 8191, 8191), "NN"), ((1, 4096, 4096), "NT"), ((128, 14336, 4096), "NT")],
+    "tails": [((m, n, k), "NT") for m in (96, 129, 192, 200, 320) for (n, k) in ((4096, 4096), (8192, 8192))],
 }
+NOT_IN_ALL = ("quick", "tails")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -299,7 +304,7 @@ def main(argv=None):
         cases = [("custom", tuple(int(x) for x in sh.lower().split("x")), lay)
                  for sh in args.shapes.split(",") for lay in lays]
     else:
-        names = [n for n in SUITES if n != "quick"] if args.suite == "all" else args.suite.split(",")
+        names = [n for n in SUITES if n not in NOT_IN_ALL] if args.suite == "all" else args.suite.split(",")
         for n in names:
             if n not in SUITES:
                 print(f"bench_gemm.py: unknown suite {n!r}; choose from {', '.join(SUITES)} or all", file=sys.stderr)
