@@ -304,7 +304,9 @@ def main(argv=None):
         cases = [("custom", tuple(int(x) for x in sh.lower().split("x")), lay)
                  for sh in args.shapes.split(",") for lay in lays]
     else:
-        names = [n for n in SUITES if n not in NOT_IN_ALL] if args.suite == "all" else args.suite.split(",")
+        names = []  # "all" may stand in a comma list (e.g. all,tails)
+        for n in (x.strip() for x in args.suite.split(",") if x.strip()):
+            names += [m for m in SUITES if m not in NOT_IN_ALL] if n == "all" else [n]
         for n in names:
             if n not in SUITES:
                 print(f"bench_gemm.py: unknown suite {n!r}; choose from {', '.join(SUITES)} or all", file=sys.stderr)

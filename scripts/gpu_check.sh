@@ -65,10 +65,14 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
     rc=$?; [ $rc = 124 ] && rc="timeout"
     san="$san memcheck($v)=rc$rc"
   done
+  # full boxes zero-filled past M / N instead of the tail boxes (TK_HOPPER_TAIL_BOX=0)
+  TK_HOPPER_TAIL_BOX=0 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+  rc=$?; [ $rc = 124 ] && rc="timeout"
+  san="$san memcheck(tail_box=0)=rc$rc"
 fi
 
 if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
-  python3 benchmarks/bench_gemm.py --suite "${TK_BENCH_SUITE:-all}" --out "$OUT/bench.json" --md "$OUT/bench.md" \
+  python3 benchmarks/bench_gemm.py --suite "${TK_BENCH_SUITE:-all,tails}" --out "$OUT/bench.json" --md "$OUT/bench.md" \
     > "$OUT/bench.log" 2>&1 || echo "bench rc=$?"
 fi
 demo_rc=0
