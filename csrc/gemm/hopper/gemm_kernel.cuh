@@ -55,7 +55,9 @@ struct gemm_layout {
 #ifndef TK_BM128_KT
 #define TK_BM128_KT 1
 #endif
-  static constexpr int KT = BM_ == 64 ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1) : BN_ == 128 ? TK_BM128_KT : 1;
+  static constexpr int KT = BM_ == 64    ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1)
+                            : BN_ == 128 ? TK_BM128_KT
+                                         : 1;
   static_assert(KT == 1 || !STREAM_K_, "several k tiles per stage: not in the stream-K kernels");
   static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
   static constexpr int STAGE_BYTES = KT * SUB_BYTES;
@@ -291,9 +293,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const bool y_tail = L::kYTail && ep.y_tail_rows > 0 && n0 + L::BN > N;
         const CUtensorMap* const map_x = x_tail ? &tm_a_tail : &tm_a;
         const CUtensorMap* const map_y = y_tail ? &tm_b_tail : &tm_b;
-        constexpr uint32_t kRowBytes = L::a_tile::kBytes / L::BM;  // one K-major row of a k tile (128 B)
-        const uint32_t x_bytes = x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kRowBytes : uint32_t(L::a_tile::kBytes);
-        const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kRowBytes : uint32_t(L::b_tile::kBytes);
+        // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
+        constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
+        const uint32_t x_bytes = x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
+        const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kYRow : uint32_t(L::b_tile::kBytes);
         const uint32_t stage_tx = uint32_t(L::KT) * (x_bytes + y_bytes);
         for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;

@@ -189,10 +189,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                              store_mode, p.group_m, unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   } else if constexpr (L::CLUSTER == 1) {
-    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(tx, ty, tout, tx_tail, ty_tail, ep,
-                                                                                 op.rows, op.cols,
-                                                                                 g.K, p.splits, store_mode, p.group_m,
-                                                                                 unit_counter);
+    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(
+        tx, ty, tout, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m, unit_counter);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.blockDim = dim3(L::THREADS);
