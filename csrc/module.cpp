@@ -146,10 +146,12 @@ PYBIND11_MODULE(_C, m) {
       py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
       py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
+  m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit
   m.def(
       "hopper_skinny_plan",
-      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m, int rows_tn2) {
-        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m, rows_tn2);
+      [](int M, int N, int K, bool a_k_contig, bool b_k_contig, int sms, int max_m, int rows_tn2, bool vs_gemm) {
+        const auto g = tk::hopper::plan_gemm(M, N, K, sms);  // the default wgmma plan (no knobs)
+        auto p = tk::hopper::plan_skinny(M, N, K, a_k_contig, b_k_contig, sms, max_m, rows_tn2, vs_gemm ? &g : nullptr);
         py::dict d;
         d["use"] = p.use;
         d["rows"] = p.rows;
@@ -160,8 +162,9 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("a_k_contig") = true, py::arg("b_k_contig") = true,
       py::arg("sms") = 132, py::arg("max_m") = tk::hopper::kSkinnyMaxM,
-      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2,
-      "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h).");
+      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2, py::arg("vs_gemm") = true,
+      "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h); "
+      "vs_gemm=False leaves out the comparison with the default wgmma plan (one full unsplit wave wins).");
   m.def(
       "mma16816_coord",
       [](const std::string& operand, int lane, int reg, int half) {

@@ -39,6 +39,9 @@ if [ "$MODE" != sanitize ]; then
   python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1
   tests_rc=$?
   tests=$(tail -n 1 "$OUT/pytest.log")
+  # The skinny kernel's 9..16-token tiles run only under the knob (skinny_plan.h kSkinnyMaxM = 8).
+  TK_HOPPER_SKINNY_MAX_M=16 python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
+  tests="$tests; skinny tests at max M 16: $(tail -n 1 "$OUT/pytest.log")"
 fi
 
 san=""

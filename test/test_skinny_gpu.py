@@ -1,9 +1,13 @@
-"""GPU tests of the skinny (decode-shape) kernel: M <= 16 tokens, F.linear's layout (A row-major,
-B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data, NaN-poisoned
-allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance; every case
-also asserts that the skinny kernel (not the wgmma GEMM or a fallback) ran."""
+"""GPU tests of the skinny (decode-shape) kernel: M <= 8 tokens by default (9..16 under
+TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh runs this file with too), F.linear's layout
+(A row-major, B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data,
+NaN-poisoned allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance;
+every case also asserts which Hopper kernel ran: the skinny one up to the limit, the wgmma GEMM
+past it (so both paths are checked on the same shapes)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch
@@ -21,9 +25,18 @@ SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 11
 SHAPES += [(11, 4100, 999), (14, 8200, 1000)]
 
 
-def _skinny_ran(w):
+def _max_m():
+    # the dispatcher's token limit in this process (read once there, like here)
+    v = os.environ.get("TK_HOPPER_SKINNY_MAX_M")
+    return min(int(v), 16) if v else torch_tk._C.hopper_skinny_max_m
+
+
+def _skinny_ran(w, M):
     w.assert_hopper(2)
-    assert w.delta["hopper_skinny"] >= 2, f"the skinny kernel did not run: {w.delta}"
+    if M <= _max_m():
+        assert w.delta["hopper_skinny"] >= 2, f"the skinny kernel did not run: {w.delta}"
+    else:
+        assert w.delta["hopper_skinny"] == 0, f"the skinny kernel ran past its limit: {w.delta}"
 
 
 @needs_hopper
@@ -36,7 +49,7 @@ def test_skinny_linear(shape, dtype):
     bias = torch.randn(N, dtype=dtype, device=DEV)
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.ops.linear(x, weight, bias), (M, N), dtype)
-    _skinny_ran(w)
+    _skinny_ran(w, M)
     assert out.shape == (M, N) and out.dtype == dtype
     err = rel_err(out, ref64(x, weight.t()) + bias.double())
     assert err < TOL[dtype], f"linear {shape} {dtype}: {err:.3e}"
@@ -52,7 +65,7 @@ def test_skinny_addmm(beta, alpha, dtype):
     c = torch.randn(M, N, dtype=dtype, device=DEV).t().contiguous().t()  # column-major C
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.ops.addmm(c, a, b, beta=beta, alpha=alpha), (M, N), dtype)
-    _skinny_ran(w)
+    _skinny_ran(w, M)
     ref = alpha * ref64(a, b) + beta * c.double()
     assert rel_err(out, ref) < TOL[dtype]
 
@@ -65,15 +78,15 @@ def test_skinny_out_dtype_fp32(dtype):
     b = torch.randn(N, K, dtype=dtype, device=DEV).t()
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.gemm(a, b, out_dtype=torch.float32), (M, N), torch.float32)
-    _skinny_ran(w)
+    _skinny_ran(w, M)
     assert out.dtype == torch.float32
     assert rel_err(out, ref64(a, b)) < FP32_OUT_TOL
 
 
 @needs_hopper
 def test_skinny_matches_wgmma_kernel():
-    """The two Hopper paths agree (M = 16, where the plan could take either)."""
-    a = torch.randn(16, 4096, dtype=torch.bfloat16, device=DEV)
+    """The two Hopper paths agree (M = 8, where the plan could take either)."""
+    a = torch.randn(8, 4096, dtype=torch.bfloat16, device=DEV)
     b = torch.randn(4096, 4096, dtype=torch.bfloat16, device=DEV).t()
     with KernelWatch() as w:
         skinny = torch_tk.gemm(a, b, out_dtype=torch.float32)
@@ -92,3 +105,18 @@ def test_skinny_not_used_outside_its_layout():
         out = torch_tk.gemm(a, b)
     assert w.delta["hopper_skinny"] == 0 and w.delta["hopper"] == 1
     assert rel_err(out, ref64(a, b)) < TOL[torch.bfloat16]
+
+
+@needs_hopper
+def test_skinny_yields_to_a_full_wave():
+    """8x8192x8192: the wgmma plan is one full wave of unsplit tiles, so the skinny kernel yields."""
+    a = torch.randn(8, 8192, dtype=torch.bfloat16, device=DEV)
+    weight = torch.randn(8192, 8192, dtype=torch.bfloat16, device=DEV)
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.ops.linear(a, weight), (8, 8192), torch.bfloat16)
+    w.assert_hopper(2)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    g = torch_tk._C.hopper_plan(8, 8192, 8192, sms)
+    expect_skinny = not (g["splits"] == 1 and g["sk_tiles"] == 0 and 8 * g["grid"] >= 7 * sms) and 8 <= _max_m()
+    assert (w.delta["hopper_skinny"] >= 2) == expect_skinny, w.delta
+    assert rel_err(out, ref64(a, weight.t())) < TOL[torch.bfloat16]

@@ -98,13 +98,13 @@ def test_warp_simulation_of_one_k_chunk(seed):
 
 @pytest.mark.parametrize("M", [1, 7, 8, 9, 16])
 def test_skinny_plan_tiles(M):
-    p = _C.hopper_skinny_plan(M, 4096, 4096)
+    p = _C.hopper_skinny_plan(M, 4096, 4096, max_m=16)  # 9..16 tokens: TK_HOPPER_SKINNY_MAX_M=16
     assert p["use"]
     assert p["tn"] == (1 if M <= 8 else 2)  # 8-token mma tiles covering M
     # up to 8 tokens 16 rows x 8 warps; above, 128 CTAs of 32 rows fit one per SM: 16 warps each
     assert (p["rows"], p["warps"], p["grid"]) == ((16, 8, 256) if M <= 8 else (32, 16, 128))
     for forced, want in ((16, (16, 8, 256)), (32, (32, 8, 128)), (33, (32, 16, 128))):
-        q = _C.hopper_skinny_plan(M, 4096, 4096, rows_tn2=forced)  # TK_HOPPER_SKINNY_ROWS16
+        q = _C.hopper_skinny_plan(M, 4096, 4096, max_m=16, rows_tn2=forced)  # TK_HOPPER_SKINNY_ROWS16
         assert (q["rows"], q["warps"], q["grid"]) == ((16, 8, 256) if M <= 8 else want)
 
 
@@ -112,13 +112,13 @@ def test_skinny_plan_tiles(M):
                                     (8192, (32, 8)), (8448, (32, 8)), (8480, (16, 8)), (14336, (16, 8))])
 def test_skinny_plan_cta_shape_for_16_tokens(N, want):
     # 32 rows while those CTAs fill one wave and half the SMs: 16 warps up to one per SM, then 8
-    p = _C.hopper_skinny_plan(16, N, 4096)
+    p = _C.hopper_skinny_plan(16, N, 4096, max_m=16, vs_gemm=False)
     assert p["use"] and (p["rows"], p["warps"]) == want and p["grid"] == -(-N // p["rows"])
 
 
 def test_skinny_plan_declines():
-    assert not _C.hopper_skinny_plan(17, 4096, 4096)["use"]  # M limit (the wgmma kernel is faster)
-    assert not _C.hopper_skinny_plan(17, 4096, 4096, max_m=64)["use"]  # the limit is capped
+    assert not _C.hopper_skinny_plan(9, 4096, 4096)["use"]  # default M limit 8 (the wgmma kernel is faster)
+    assert not _C.hopper_skinny_plan(17, 4096, 4096, max_m=64)["use"]  # capped at the kernel's 16 tokens
     assert not _C.hopper_skinny_plan(8, 4096, 4096, a_k_contig=False)["use"]
     assert not _C.hopper_skinny_plan(8, 4096, 4096, b_k_contig=False)["use"]
     assert not _C.hopper_skinny_plan(8, 4096, 4096, max_m=0)["use"]  # TK_HOPPER_SKINNY_MAX_M=0
@@ -126,3 +126,16 @@ def test_skinny_plan_declines():
     assert not _C.hopper_skinny_plan(8, 1024, 4096)["use"]  # 64 CTAs cannot pull the bandwidth
     assert _C.hopper_skinny_plan(8, 1056, 4096)["use"]  # 66 CTAs = half the SMs
     assert not _C.hopper_skinny_plan(8, 1056, 4096, sms=264)["use"]
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    (1, 8192, 8192, False), (8, 8192, 8192, False),  # wgmma: 128 unsplit 64 x 64 tiles, one full wave
+    (1, 14336, 4096, True), (8, 14336, 4096, True),  # wgmma: 112 tiles of 132 SMs (< 7/8)
+    (8, 4096, 14336, True), (8, 4096, 4096, True),   # wgmma: K splits or 64 tiles
+])
+def test_skinny_plan_yields_to_a_full_unsplit_wave(M, N, K, want):
+    g = _C.hopper_plan(M, N, K, 132)
+    full = g["splits"] == 1 and g["sk_tiles"] == 0 and 8 * g["grid"] >= 7 * 132
+    assert full == (not want)  # the rule, restated from the wgmma plan itself
+    assert _C.hopper_skinny_plan(M, N, K)["use"] == want
+    assert _C.hopper_skinny_plan(M, N, K, vs_gemm=False)["use"]  # the skinny kernel could run it

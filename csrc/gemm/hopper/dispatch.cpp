@@ -145,12 +145,14 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // it (GemmArgs::dependent), so its launch and prologue overlap that kernel's tail.
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
-  // Decode shapes (M <= 16, F.linear's layout) go to the skinny kernel (skinny_plan.h); this
-  // limit is capped there, and 0 (or less) disables it.
+  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32);
+  // Decode shapes (M <= 8 by default, F.linear's layout) go to the skinny kernel unless the wgmma
+  // plan streams in one full unsplit wave (skinny_plan.h); the limit is capped at 16 there, and 0
+  // (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 33);
-  const hopper::SkinnyPlan sp =
-      hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()), skinny_max_m, skinny_rows);
+  const hopper::SkinnyPlan sp = hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()),
+                                                    skinny_max_m, skinny_rows, &g.plan);
   if (sp.use) {
     const char* err = hopper::skinny_launch(g, sp, stream);
     TORCH_CHECK(err == nullptr, "tk: Hopper skinny GEMM launch failed: ", err);
@@ -158,7 +160,6 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     count_call(Path::hopper_skinny);
     return true;
   }
-  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32);
   // TK_HOPPER_EVICT_FIRST=0..3: operands under an L2 evict_first policy (1 A, 2 B, 3 both)
   // instead of the plan's (plan.h kEvictFirstMaxM).
   TK_KNOB int evict_first = env_int("TK_HOPPER_EVICT_FIRST", -1, 0, 3);

@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include "plan.h"
 
 namespace tk::hopper {
 
@@ -21,16 +22,29 @@ struct SkinnyPlan {
 };
 
 constexpr int kSkinnyWarps = 8;
-// Largest M the skinny kernel takes. Measured on an H100 (benchmarks/NOTES.md): ahead of the
-// wgmma path up to M = 16; at M = 32 and 64 its per-CTA re-reads of the token rows from L2
-// (N / 16 CTAs each read all M x K) made it 0.6-0.9x of the wgmma kernel.
-constexpr int kSkinnyMaxM = 16;
+// Largest M the skinny kernel is built for (two 8-token mma tiles per warp); at M = 32 and 64 its
+// per-CTA re-reads of the token rows from L2 (N / 16 CTAs each read all M x K) made it 0.6-0.9x
+// of the wgmma kernel (H100, benchmarks/NOTES.md).
+constexpr int kSkinnyKernelMaxM = 16;
+// Largest M the dispatcher gives it by default. Up to 2026-11-25 this was 16; since the wgmma
+// kernel's token tile loads through an exact tail box (no zero-filled rows), the wgmma path is
+// ahead at 9..16 tokens (H200, 2 alternating rounds, us, skinny / wgmma: 16x14336x4096 43.5 /
+// 38.4, 16x8192x8192 46.0 / 41.8, 16x4096x14336 42.5 / 41.4; 16x4096x4096 17.6 / 18.1).
+constexpr int kSkinnyMaxM = 8;
+// The skinny kernel also yields to a wgmma plan that streams the weights in one full wave without
+// K splits (grid >= 7/8 of the SMs, splits == 1): H200, us, skinny / wgmma: 1x8192x8192 43.3 /
+// 42.0, 8x8192x8192 44.2 / 41.7 (128 unsplit 64 x 64 tiles); at 112 tiles (N = 14336, K = 4096)
+// they tie (38.3 / 38.9 at M = 1), so 7/8 leaves those to the skinny kernel.
+inline bool gemm_plan_streams_one_wave(const GemmPlan& g, int num_sms) {
+  return g.splits == 1 && g.sk_tiles == 0 && 8 * int64_t(g.grid) >= 7 * int64_t(num_sms);
+}
 
 // CTA shape for 9..16 tokens: 0 chooses (below); 16, 32 (8 warps) or 33 (32 rows, 16 warps)
 // force one (TK_HOPPER_SKINNY_ROWS16, A/B).
 constexpr int kSkinnyRowsTn2 = 0;
 
-// max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyMaxM).
+// max_m: the dispatcher's limit (TK_HOPPER_SKINNY_MAX_M; 0 disables, capped at kSkinnyKernelMaxM).
+// gemm: the wgmma plan the dispatcher would run instead (nullptr: no comparison).
 // rows_tn2: the CTA shape for M > 8 (kSkinnyRowsTn2).
 // For 9..16 tokens the token rows (M x K) are read from L2 once per CTA, as many bytes as the
 // weights at 16 rows per CTA; 32 rows per CTA halve that but halve the CTAs. So 32 rows when
@@ -39,9 +53,11 @@ constexpr int kSkinnyRowsTn2 = 0;
 // 32x16: 16x4096x4096 1.003 / 0.931 / 1.075, 16x4096x14336 0.893 / 0.752 / 0.992, 16x8192x8192
 // 0.862 / 0.956 / 0.906, 12x8192x8192 0.880 / 0.974 / 0.929, 16x14336x4096 0.939 / 0.867 / 0.890.
 inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_contig, int num_sms,
-                              int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2) {
+                              int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2,
+                              const GemmPlan* gemm = nullptr) {
   SkinnyPlan p{false, 16, 1, kSkinnyWarps, 0};
-  if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyMaxM) || !a_k_contig || !b_k_contig) return p;
+  if (M < 1 || N < 1 || K < 1 || M > std::min(max_m, kSkinnyKernelMaxM) || !a_k_contig || !b_k_contig) return p;
+  if (gemm != nullptr && gemm_plan_streams_one_wave(*gemm, num_sms)) return p;
   p.tn = M <= 8 ? 1 : 2;
   // Without a K split across CTAs, too few CTAs cannot pull the HBM bandwidth: leave those
   // (small N, fewer than half the SMs in 16-row CTAs) to the split-K wgmma kernel.
