@@ -7,14 +7,18 @@ tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x400
 144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
 clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
 stream-K tail, cross-CTA partials and flags);
-9x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
-mma.sync kernel (tn = 2 / 1, partial K chunk, partial last CTA); 150x2100x1000 -> 64x64 tiles in
+5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
+mma.sync kernel (tn = 1, partial K chunk, partial last CTA; 9..16 tokens, tn = 2, only under
+TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh's second memcheck run sets);
+300x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
+output: 300x257x100, 60x1032x100, 14x8200x130; TK_HOPPER_WG_ROWS=64, the second run, turns them
+back into two-warpgroup tiles); full set, 120x1000x9000 -> 128x128 tiles split 16 ways; 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on
 <= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next; 11x4100x999
-and 14x8200x130 -> the skinny kernel's 32-row CTAs (16 / 8 warps). fp32 output always uses 128x128
-tiles (swap-AB/split-K included via the same shapes)."""
+and 14x8200x130 -> swapped 64x64 / 128x64 tiles (the skinny kernel's 32-row CTAs, 16 / 8 warps, under
+the knob). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
 import torch
@@ -25,10 +29,10 @@ import torch_tk
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
     shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
-              (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130))
+              (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (300, 4000, 136))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
-                   (40, 8200, 520))
+                   (40, 8200, 520), (120, 1000, 9000))
     if not torch_tk.hopper_available():
         print("sanitize_case: no Hopper kernel here; nothing to check")
         return 0

@@ -612,6 +612,26 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,out_fp32", [((200, 8200, 520), False), ((130, 8200, 999), True),
+                                            ((300, 4000, 1000), False), ((500, 4000, 130), True)],
+                         ids=["200x8200x520", "130x8200x999-fp32out", "300x4000x1000", "500x4000x130-fp32out"])
+def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
+    """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroup128,
+    gemm_layout WG_ROWS_ = 128): swapped (token and weight tails, odd K) and unswapped, 16-bit
+    output through the TMA-store epilogue (one staging area per strip) and fp32 output from
+    registers, addmm terms, 4 layouts."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
+    if os.environ.get("TK_HOPPER_WG_ROWS") == "64":
+        assert plan["wg_rows"] == 64
+        pytest.skip("TK_HOPPER_WG_ROWS=64 turns one-warpgroup tiles off")
+    assert plan["wg_rows"] == 128 and plan["bm"] == 128 and plan["bn"] == 128, f"shape no longer takes this path: {plan}"
+    _check_addmm_case(shape, layout, dtype, out_fp32)
+
+
+@needs_hopper
 def test_dispatch_plan_is_the_default_plan():
     """hopper_dispatch_plan (what the dispatcher and bench_gemm's plan column use) is hopper_plan
     with this GPU's SM count when no TK_HOPPER_* knob is set."""
@@ -627,6 +647,7 @@ def test_dispatch_plan_is_the_default_plan():
 # The tests whose calls go through the 16-bit epilogue's staging box (TMA store, transposed TMA
 # store, staged copy-out) or around it (register stores, fp32 output, split-K).
 _EPILOGUE_TESTS = ("test_gemm_grid or test_addmm or test_gemm_pitch_and_alignment or test_gemm_bm64 or "
+                   "test_gemm_one_warpgroup_128x128 or "
                    "test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule or test_linear or test_gemm_noncontiguous or "
                    "test_gemm_short_k_many_units")
 

@@ -696,18 +696,18 @@ def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
-                                                     "fused_split": False, "evict_first": 0}
+                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                  "fused_split": False, "evict_first": 2}
+                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                    "fused_split": False, "evict_first": 0}
+                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
@@ -730,3 +730,24 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(128, 4096, 14336, 132)["bm"] == 128  # K past the bound: split
     assert _C.hopper_plan(256, 4096, 14336, 132)["bm"] == 128  # K past the narrowing bound
     assert _C.hopper_plan(128, 4096, 4096, 132, bm64=False)["bm"] == 128
+
+
+@pytest.mark.parametrize("M,N,K,all_widths,want", [
+    (256, 8192, 8192, True, 128),   # 128 swapped 128x128 tiles, one per CTA
+    (128, 14336, 4096, True, 128),  # 112 of them
+    (512, 4096, 1000, True, 128),   # unswapped
+    (200, 8200, 520, False, 128),   # fp32-output plans (128-wide only) too
+    (128, 4096, 14336, True, 64),   # split-K: the two-strip kernel has no partial path
+    (8192, 8192, 8192, True, 64),   # 128x256 tiles
+    (250, 12000, 256, False, 64),   # 188 units on 132 CTAs: the epilogue would not overlap
+    (1000, 1001, 999, True, 64),    # 128x64 tiles
+])
+def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
+    """plan.h kOneWarpgroup128: one consumer warpgroup (two 64-row strips) on 128x128 tiles when
+    every CTA runs one unit, unclustered and unsplit; one_wg=0 (TK_HOPPER_WG_ROWS=64) never."""
+    p = _C.hopper_plan(M, N, K, 132, all_widths)
+    assert p["wg_rows"] == want, p
+    if want == 128:
+        assert (p["bm"], p["bn"], p["splits"], p["cluster"], p["sk_tiles"]) == (128, 128, 1, 1, 0) and p["units"] <= p["grid"]
+    off = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=0)
+    assert off["wg_rows"] == 64 and {**off, "wg_rows": p["wg_rows"]} == p  # nothing else changes

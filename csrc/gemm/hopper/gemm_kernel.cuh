@@ -28,15 +28,20 @@ using namespace kittens::hopper;
 // STREAM_K_: the plan's last sk_tiles tiles run by k iteration (kittens/common/stream_k.h: the
 // tail of the last wave, or every tile in fill mode).
 // BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
+// WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
+// (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
+// k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128>
+          int BM_ = 128, int WG_ROWS_ = 64>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
-  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / 64, CLUSTER = CLUSTER_;
+  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
+  // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
+  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
@@ -74,7 +79,7 @@ struct gemm_layout {
 #define TK_STAGING_BUFFERS_256 2
 #endif
   static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
-  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;
+  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * STRIPS * STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
   // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
   // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
@@ -82,7 +87,9 @@ struct gemm_layout {
 #ifndef TK_HELD_ROUNDS
 #define TK_HELD_ROUNDS 2
 #endif
-  static constexpr int HELD_ROUNDS = STREAM_K_ ? 0 : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
+  // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 ? 0
+                                     : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
   static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
@@ -223,8 +230,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     } else {
       // No division for the split (the unsplit plans' common case; 64-row plans never split,
       // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
-      // its 64-bit division helper once the deferred epilogue's registers were live).
-      if (L::BM == 64 || splits == 1) {
+      // its 64-bit division helper once the deferred epilogue's registers were live; the same in
+      // the two-strip kernels, whose 128 accumulators leave no room for it either).
+      if (L::BM == 64 || L::STRIPS > 1 || splits == 1) {
         w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
         kr = KRange{0, k_tiles};
       } else {
@@ -357,15 +365,18 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const bool warp_leader = (threadIdx.x % 32) == 0;
     constexpr bool kBf16 = std::is_same_v<typename L::in_t, __nv_bfloat16>;
     using mma = wgmma_op<L::BN, kBf16, L::kAMn ? 1 : 0, L::kBMn ? 1 : 0>;
-    float acc[L::BN / 2];
+    float accs[L::STRIPS][L::BN / 2];  // one 64 x BN strip per 64 rows this warpgroup owns
     uint32_t it = 0;  // k iterations consumed, across units (unsigned: cheap % and /)
     // Stage 0's wgmma descriptors; the mainloop adds constant offsets (no carry: asserted).
     static_assert(L::SMEM_BYTES < (1 << 18), "shared addresses must fit the 14-bit descriptor field (>> 4)");
     const uint32_t ring = smem_u32(smem);
     // Only the low word (start address) moves: 32-bit adds, the high word stays constant.
-    const uint64_t desc_a0 = L::a_tile::desc(ring, cw * 64, 0);
+    // The high word (strides, swizzle) does not depend on the start row.
+    uint32_t a_lo[L::STRIPS];
+#pragma unroll
+    for (int st = 0; st < L::STRIPS; ++st) a_lo[st] = uint32_t(L::a_tile::desc(ring, (cw * L::STRIPS + st) * 64, 0));
+    const uint32_t a_hi = uint32_t(L::a_tile::desc(ring, cw * L::STRIPS * 64, 0) >> 32);
     const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
-    const uint32_t a_lo = uint32_t(desc_a0), a_hi = uint32_t(desc_a0 >> 32);
     const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
     // Staged copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N.
     const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
@@ -413,12 +424,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // 16-bit pairs, its rounds [held_round, STORE_ROUNDS) not yet stored (epilogue.cuh pack_unit).
     uint32_t held[L::HELD_WORDS];
     int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
-    uint8_t* const my_staging = staging + cw * (L::STAGING_BYTES / L::CONSUMERS);
-    const uint32_t my_staging_s = smem_u32(my_staging);
+    // (Deferred rounds only with one strip per warpgroup: its staging is strip cw's.)
+    const uint32_t held_staging_s = smem_u32(staging + cw * (L::STAGING_BYTES / (L::CONSUMERS * L::STRIPS)));
     // Stores held round h (< STORE_ROUNDS) of the previous unit.
     auto store_held = [&](int h) {
       if constexpr (L::kDeferred)
-        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, my_staging_s, held_row0, held_n0, cw);
+        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
     };
     int u = first_unit;
     enter_tail(u, in_sk);
@@ -435,7 +446,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const int unit_u = u;
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
 #pragma unroll
-      for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;
+      for (int st = 0; st < L::STRIPS; ++st)
+#pragma unroll
+        for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
       for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
@@ -448,15 +461,18 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
           for (int kk = 0; kk < L::BK / 16; ++kk) {
             const uint32_t step = stage_step + uint32_t(j * (L::SUB_BYTES >> 4));
-            mma::mma(acc, pack_desc(a_lo + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
-                     pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
+#pragma unroll
+            for (int st = 0; st < L::STRIPS; ++st)
+              mma::mma(accs[st], pack_desc(a_lo[st] + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+                       pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
           }
         wgmma_commit();
         // A held round of the previous unit goes out while this k tile's wgmmas run.
         if (held_round < L::STORE_ROUNDS) store_held(held_round++);
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
         wgmma_wait<1>();
-        fence_regs(acc);
+#pragma unroll
+        for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
@@ -464,68 +480,81 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
-      fence_regs(acc);
+#pragma unroll
+      for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
-      const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cw * 64, n0 = w.tile.n * L::BN;
-      if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
-      if constexpr (L::kStreamK) {
-        if (unit_in_sk && unit_seg.slots > 1) {
-          // A tile shared by CTAs blockIdx.x - slot .. (stream_k.h): all but its last slot store
-          // their partial sums (one per CTA) and release a flag; the last adds them in slot
-          // order (fixed: the same bits every run), then stores the tile.
-          const int t = thread_in_warpgroup();
-          auto partial = [&](int cta) {
-            return ep.partial + (int64_t(cta) * L::CONSUMERS + cw) * (L::BN / 2) * kWarpgroupThreads + t;
-          };
-          if (unit_seg.slot < unit_seg.slots - 1) {
-            float* ws = partial(blockIdx.x);
+      // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named
+      // barrier 1 + cs are the strip's). `continue` ends a strip's epilogue.
 #pragma unroll
-            for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
-            named_barrier(1 + cw, kWarpgroupThreads);
-            if (t == 0) flag_release(ep.ready_flags + blockIdx.x * L::CONSUMERS + cw);
+      for (int st = 0; st < L::STRIPS; ++st) {
+        const int cs = cw * L::STRIPS + st;
+        const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
+        float(&acc)[L::BN / 2] = accs[st];
+        uint8_t* const my_staging = staging + cs * (L::STAGING_BYTES / (L::CONSUMERS * L::STRIPS));
+        uint32_t my_staging_s = smem_u32(my_staging);
+        // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
+        // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
+        if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
+        if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
+        if constexpr (L::kStreamK) {
+          if (unit_in_sk && unit_seg.slots > 1) {
+            // A tile shared by CTAs blockIdx.x - slot .. (stream_k.h): all but its last slot store
+            // their partial sums (one per CTA) and release a flag; the last adds them in slot
+            // order (fixed: the same bits every run), then stores the tile.
+            const int t = thread_in_warpgroup();
+            auto partial = [&](int cta) {
+              return ep.partial + (int64_t(cta) * L::CONSUMERS + cs) * (L::BN / 2) * kWarpgroupThreads + t;
+            };
+            if (unit_seg.slot < unit_seg.slots - 1) {
+              float* ws = partial(blockIdx.x);
+#pragma unroll
+              for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
+              named_barrier(1 + cs, kWarpgroupThreads);
+              if (t == 0) flag_release(ep.ready_flags + blockIdx.x * L::CONSUMERS + cs);
+              continue;
+            }
+            for (int j = unit_seg.slot; j >= 1; --j) {
+              const int cta = int(blockIdx.x) - j;
+              if (t == 0) flag_acquire_wait(ep.ready_flags + cta * L::CONSUMERS + cs);
+              named_barrier(1 + cs, kWarpgroupThreads);
+              const float* ws = partial(cta);
+#pragma unroll
+              for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+            }
+          }
+        }
+        if constexpr (L::kTmaStore) {
+          if constexpr (L::kDeferred) {
+            if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
+              while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+              if (store_mode == kStoreTma)
+                store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
+              else
+                store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
+              pack_unit<L>(acc, held, ep, row0, n0, M, N);
+              held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
+              continue;
+            }
+          }
+          if (store_mode == kStoreTma) {
+            store_unit_tma<L, false>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
             continue;
           }
-          for (int j = unit_seg.slot; j >= 1; --j) {
-            const int cta = int(blockIdx.x) - j;
-            if (t == 0) flag_acquire_wait(ep.ready_flags + cta * L::CONSUMERS + cw);
-            named_barrier(1 + cw, kWarpgroupThreads);
-            const float* ws = partial(cta);
-#pragma unroll
-            for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+          if (store_mode == kStoreTmaTransposed) {
+            store_unit_tma<L, true>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
+            continue;
           }
-        }
-      }
-      if constexpr (L::kTmaStore) {
-        if constexpr (L::kDeferred) {
-          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
-            while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
-            if (store_mode == kStoreTma)
-              store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
-            else
-              store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
-            pack_unit<L>(acc, held, ep, row0, n0, M, N);
-            held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
+          if (store_mode == kStoreStaged) {
+            store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
             continue;
           }
         }
-        if (store_mode == kStoreTma) {
-          store_unit_tma<L, false>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
-          continue;
+        store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
+        if (splits > 1 && ep.fused_split) {
+          const int tiles = units / splits;  // units are split-major (kittens::work_unit)
+          split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cs);
         }
-        if (store_mode == kStoreTmaTransposed) {
-          store_unit_tma<L, true>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cw);
-          continue;
-        }
-        if (store_mode == kStoreStaged) {
-          store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cw, vec_copy);
-          continue;
-        }
-      }
-      store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
-      if (splits > 1 && ep.fused_split) {
-        const int tiles = units / splits;  // units are split-major (kittens::work_unit)
-        split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cw);
       }
     }
     if (tc || tc_units) {

@@ -99,7 +99,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS > 2))
     return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
   if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
+  if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
+  if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
+  if (L::STRIPS > 1 && p.splits > 1) return "two-strip tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
@@ -265,6 +268,9 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
+    if constexpr (BN == 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroup128)
+      if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
+    }
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
   }
 }

@@ -40,6 +40,7 @@ struct GemmPlan {
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
+  int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
 };
 
 constexpr int kPlanBK = 64;
@@ -72,6 +73,12 @@ constexpr int kDynamicMinKTiles = 8;
 constexpr int kFillMinIters = 16;
 // The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
 constexpr int kStreamKFill = 0;
+// One consumer warpgroup per 128 x 128 tile (gemm_layout WG_ROWS_ = 128) when every CTA runs a
+// single unit, unclustered, without stream-K or split-K (whose partial path the kernel leaves out): 8 HGMMA per k tile behind one
+// full wait and one release, where two warpgroups of 4 each lose ~120 of 512 tensor cycles per
+// k tile (pipeline_trace.py, 256x8192x8192: 628-635 cycles with the loads removed;
+// benchmarks/NOTES.md). one_wg: 0 never, 1 that rule (TK_HOPPER_WG_ROWS=64|128 overrides).
+constexpr int kOneWarpgroup128 = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
@@ -89,8 +96,10 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
-                          int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false) {
+                          int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
+                          int one_wg = kOneWarpgroup128) {
   GemmPlan p{};
+  p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
   p.group_m = group_m > 0 ? group_m : 8;
   // swap: -1 the rule below, 0 never, 1 always (A/B knob TK_HOPPER_SWAP).
@@ -175,6 +184,9 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
+  if (one_wg > 0 && p.bm == 128 && p.bn == 128 && p.cluster == 1 && p.sk_tiles == 0 && p.splits == 1 &&
+      p.units <= p.grid)
+    p.wg_rows = 128;
   return p;
 }
 
