@@ -146,7 +146,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
       py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
       py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,
-      py::arg("one_wg") = tk::hopper::kOneWarpgroup128,
+      py::arg("one_wg") = tk::hopper::kOneWarpgroupWidths,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h).");
   m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit
   m.def(

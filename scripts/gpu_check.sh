@@ -70,7 +70,7 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   done
   # the non-default kernels: full boxes zero-filled past M / N instead of the tail boxes, the
   # skinny kernel's 9..16-token CTAs, two consumer warpgroups on every 128x128 tile
-  TK_HOPPER_TAIL_BOX=0 TK_HOPPER_SKINNY_MAX_M=16 TK_HOPPER_WG_ROWS=64 timeout 300 compute-sanitizer --tool memcheck \
+  TK_HOPPER_TAIL_BOX=0 TK_HOPPER_SKINNY_MAX_M=16 TK_HOPPER_ONE_WG=0 timeout 300 compute-sanitizer --tool memcheck \
     --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(tail_box=0,skinny16,wg64)=rc$rc"

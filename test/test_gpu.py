@@ -618,15 +618,15 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
                                             ((300, 4000, 1000), False), ((500, 4000, 130), True)],
                          ids=["200x8200x520", "130x8200x999-fp32out", "300x4000x1000", "500x4000x130-fp32out"])
 def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
-    """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroup128,
+    """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroupWidths,
     gemm_layout WG_ROWS_ = 128): swapped (token and weight tails, odd K) and unswapped, 16-bit
     output through the TMA-store epilogue (one staging area per strip) and fp32 output from
     registers, addmm terms, 4 layouts."""
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
-    if os.environ.get("TK_HOPPER_WG_ROWS") == "64":
+    if os.environ.get("TK_HOPPER_ONE_WG") in ("0", "2"):
         assert plan["wg_rows"] == 64
-        pytest.skip("TK_HOPPER_WG_ROWS=64 turns one-warpgroup tiles off")
+        pytest.skip("TK_HOPPER_ONE_WG turns one-warpgroup 128x128 tiles off")
     assert plan["wg_rows"] == 128 and plan["bm"] == 128 and plan["bn"] == 128, f"shape no longer takes this path: {plan}"
     _check_addmm_case(shape, layout, dtype, out_fp32)
 

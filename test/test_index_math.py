@@ -743,8 +743,8 @@ def test_hopper_plan_examples():
     (1000, 1001, 999, True, 64),    # 128x64 tiles
 ])
 def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
-    """plan.h kOneWarpgroup128: one consumer warpgroup (two 64-row strips) on 128x128 tiles when
-    every CTA runs one unit, unclustered and unsplit; one_wg=0 (TK_HOPPER_WG_ROWS=64) never."""
+    """plan.h kOneWarpgroupWidths: one consumer warpgroup (two 64-row strips) on 128x128 tiles when
+    every CTA runs one unit, unclustered and unsplit; one_wg=0 (TK_HOPPER_ONE_WG=0) never."""
     p = _C.hopper_plan(M, N, K, 132, all_widths)
     assert p["wg_rows"] == want, p
     if want == 128:

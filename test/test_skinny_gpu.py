@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 # N = 1057: a partial 16/32-row CTA; K = 1000 (partial 32-chunk), 999 (odd: re-pitched), 7 (tail only).
 SHAPES = [(m, n, k) for m in (1, 3, 8, 9, 13, 16) for (n, k) in ((4096, 4096), (1057, 1000))]
 SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 1111, 8191)]
-# 32-row CTAs (skinny_plan.h, 132 SMs): 16 warps with a partial CTA and odd K; 8 warps, partial CTA.
-SHAPES += [(11, 4100, 999), (14, 8200, 1000)]
+# 32-row CTAs (skinny_plan.h, 132 SMs): 16 warps with a partial CTA and odd K; 8 warps, partial CTA
+# (K = 130: at K = 1000 the wgmma plan is 129 unsplit 64-row tiles, a full wave, and takes it).
+SHAPES += [(11, 4100, 999), (14, 8200, 130)]
 
 
 def _max_m():
@@ -31,12 +32,15 @@ def _max_m():
     return min(int(v), 16) if v else torch_tk._C.hopper_skinny_max_m
 
 
-def _skinny_ran(w, M):
+def _skinny_ran(w, M, N, K):
+    """The skinny kernel ran (twice) exactly where its plan takes the shape: M within the limit
+    and no full unsplit wave of wgmma tiles (skinny_plan.h)."""
     w.assert_hopper(2)
-    if M <= _max_m():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if torch_tk._C.hopper_skinny_plan(M, N, K, sms=sms, max_m=_max_m())["use"]:
         assert w.delta["hopper_skinny"] >= 2, f"the skinny kernel did not run: {w.delta}"
     else:
-        assert w.delta["hopper_skinny"] == 0, f"the skinny kernel ran past its limit: {w.delta}"
+        assert w.delta["hopper_skinny"] == 0, f"the skinny kernel ran outside its plan: {w.delta}"
 
 
 @needs_hopper
@@ -49,7 +53,7 @@ def test_skinny_linear(shape, dtype):
     bias = torch.randn(N, dtype=dtype, device=DEV)
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.ops.linear(x, weight, bias), (M, N), dtype)
-    _skinny_ran(w, M)
+    _skinny_ran(w, M, N, K)
     assert out.shape == (M, N) and out.dtype == dtype
     err = rel_err(out, ref64(x, weight.t()) + bias.double())
     assert err < TOL[dtype], f"linear {shape} {dtype}: {err:.3e}"
@@ -65,7 +69,7 @@ def test_skinny_addmm(beta, alpha, dtype):
     c = torch.randn(M, N, dtype=dtype, device=DEV).t().contiguous().t()  # column-major C
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.ops.addmm(c, a, b, beta=beta, alpha=alpha), (M, N), dtype)
-    _skinny_ran(w, M)
+    _skinny_ran(w, M, N, K)
     ref = alpha * ref64(a, b) + beta * c.double()
     assert rel_err(out, ref) < TOL[dtype]
 
@@ -78,7 +82,7 @@ def test_skinny_out_dtype_fp32(dtype):
     b = torch.randn(N, K, dtype=dtype, device=DEV).t()
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.gemm(a, b, out_dtype=torch.float32), (M, N), torch.float32)
-    _skinny_ran(w, M)
+    _skinny_ran(w, M, N, K)
     assert out.dtype == torch.float32
     assert rel_err(out, ref64(a, b)) < FP32_OUT_TOL
 

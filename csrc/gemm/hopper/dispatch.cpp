@@ -92,10 +92,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   TK_KNOB int swap = env_int("TK_HOPPER_SWAP", -1, 0, 1);
   // TK_HOPPER_SK_FILL=0|1|2: stream-K over all SMs when 128 x 256 tiles are fewer (plan.h).
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
-  // TK_HOPPER_WG_ROWS=64: two consumer warpgroups on every 128-row tile; 128: one on the
-  // one-unit-per-CTA 128 x 128 tiles (plan.h kOneWarpgroup128, the default).
-  TK_KNOB int wg_rows = env_int("TK_HOPPER_WG_ROWS", 0, 64, 128);
-  const int one_wg = wg_rows == 64 ? 0 : wg_rows == 128 ? 1 : hopper::kOneWarpgroup128;
+  // TK_HOPPER_ONE_WG=0..3: the tile widths (bit 0: 128, bit 1: 64) whose one-unit-per-CTA
+  // 128-row tiles run on one consumer warpgroup (plan.h kOneWarpgroupWidths); 0: none.
+  TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 3);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg);
