@@ -662,6 +662,9 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
     b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0)
     assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0)
+    # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
+    one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
+    assert b["wg_rows"] == (128 if one_wg else 64)
     if b["bm"] == 128:
         assert b == p
     elif not b["swap_ab"]:
@@ -687,7 +690,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
                          "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False,
-                         "evict_first": p["evict_first"]}
+                         "evict_first": p["evict_first"], "wg_rows": 64}
         else:
             assert f == b
 
