@@ -573,6 +573,9 @@ def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     assert plan["bm"] == 128 and plan["bn"] == 128 and plan["splits"] > 1, f"shape no longer splits 128x128 tiles: {plan}"
+    # TK_HOPPER_ONE_WG with bit 2 (test_one_warpgroup_split_k_in_child_process): one warpgroup, two strips
+    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))
+    assert plan["wg_rows"] == (128 if (one_wg & 5) == 5 else 64), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
 
@@ -652,6 +655,15 @@ _EPILOGUE_TESTS = ("test_gemm_grid or test_addmm or test_gemm_pitch_and_alignmen
                    "test_gemm_short_k_many_units")
 
 
+def _pytest_child(knobs, tests, timeout=400):
+    """Runs this file's `tests` (a -k expression) in a child process with the TK_HOPPER_* `knobs`
+    set (they are read once per process) and returns its pytest stdout; the child must pass."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
+                        "-k", tests], env=dict(os.environ, **knobs), capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0 and "failed" not in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
+    return r.stdout
+
+
 @needs_hopper
 @pytest.mark.parametrize("variant", ["stmatrix", "copy", "deferred", "tma"])
 def test_store_variants_in_child_process(variant):
@@ -662,11 +674,9 @@ def test_store_variants_in_child_process(variant):
     q = subprocess.run([sys.executable, "-c", "import torch_tk; print(torch_tk._C.hopper_store_variant())"], env=env,
                        capture_output=True, text=True, timeout=120)
     assert q.stdout.strip() == variant, q.stdout + q.stderr
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
-                        "-k", _EPILOGUE_TESTS], env=env, capture_output=True, text=True, timeout=400)
-    m = re.search(r"\b(\d+) passed", r.stdout)
-    assert r.returncode == 0 and m and int(m.group(1)) >= 100 and "failed" not in r.stdout, \
-        r.stdout[-4000:] + r.stderr[-2000:]
+    out = _pytest_child({"TK_HOPPER_STORE": variant}, _EPILOGUE_TESTS)
+    m = re.search(r"\b(\d+) passed", out)
+    assert m and int(m.group(1)) >= 100, out[-4000:]
 
 
 @needs_hopper
@@ -675,19 +685,22 @@ def test_l2_evict_first_in_child_process(bits):
     """TK_HOPPER_EVICT_FIRST=0 (no L2 policy, also where the plan sets one for B: M <= 256) and =3
     (both operands under evict_first, through the plain and the multicast TMA loads) pass the
     64-row, swap-AB and dynamic-schedule tests."""
-    env = dict(os.environ, TK_HOPPER_EVICT_FIRST=bits)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
-                        "-k", "test_gemm_bm64 or test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule"],
-                       env=env, capture_output=True, text=True, timeout=400)
-    assert r.returncode == 0 and re.search(r"\b104 passed", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
+    out = _pytest_child({"TK_HOPPER_EVICT_FIRST": bits},
+                        "test_gemm_bm64 or test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule")
+    assert re.search(r"\b104 passed", out), out[-4000:]
 
 
 @needs_hopper
 def test_fused_split_k_in_child_process():
-    env = dict(os.environ, TK_HOPPER_FUSED_SPLIT="1")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
-                        "-k", "test_gemm_fused_split_k"], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and re.search(r"\b48 passed", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
+    out = _pytest_child({"TK_HOPPER_FUSED_SPLIT": "1"}, "test_gemm_fused_split_k", timeout=300)
+    assert re.search(r"\b48 passed", out), out[-4000:]
+
+
+@needs_hopper
+def test_one_warpgroup_split_k_in_child_process():
+    """The one-warpgroup (two-strip) 128x128 kernels on split-K plans (TK_HOPPER_ONE_WG=5, opt-in)."""
+    out = _pytest_child({"TK_HOPPER_ONE_WG": "5"}, "test_gemm_split_k_128x128", timeout=300)
+    assert re.search(r"\b24 passed", out), out[-4000:]
 
 
 @needs_hopper

@@ -513,6 +513,17 @@ def test_split_k_ranges_aligned_to_stages(k_tiles, splits, align):
         assert ranges == [_C.split_k_range(s, splits, k_tiles) for s in range(splits)]
 
 
+@pytest.mark.parametrize("k_tiles", [2**25, 2**25 - 1, 33554431 // 3, 1 << 20])
+@pytest.mark.parametrize("splits,align", [(16, 1), (16, 2), (64, 1), (7, 2)])
+def test_split_k_ranges_exact_at_the_largest_k(k_tiles, splits, align):
+    """split_k_range computes in 32 bits (raster.h): exact up to K = 2^31 (2^25 k tiles of 64) and
+    64 splits, against the 64-bit formula."""
+    n = -(-k_tiles // align)
+    for s in (0, 1, splits // 2, splits - 1):
+        b, e = s * n // splits * align, min((s + 1) * n // splits * align, k_tiles)
+        assert _C.split_k_range(s, splits, k_tiles, align) == (b, e)
+
+
 @pytest.mark.parametrize("tm,tn,g,splits", [(1, 1, 8, 1), (3, 5, 8, 2), (17, 9, 8, 3), (64, 32, 8, 1), (2, 40, 8, 4)])
 def test_work_units_cover_every_tile_and_split_once(tm, tn, g, splits):
     seen = {_C.work_unit(u, tm, tn, g) for u in range(tm * tn * splits)}
@@ -740,7 +751,7 @@ def test_hopper_plan_examples():
     (128, 14336, 4096, True, 128),  # 112 of them
     (512, 4096, 1000, True, 128),   # unswapped
     (200, 8200, 520, False, 128),   # fp32-output plans (128-wide only) too
-    (128, 4096, 14336, True, 64),   # split-K: the two-strip kernel has no partial path
+    (128, 4096, 14336, True, 64),   # split-K: only under mask bit 2 (below)
     (8192, 8192, 8192, True, 64),   # 128x256 tiles
     (250, 12000, 256, False, 64),   # 188 units on 132 CTAs: the epilogue would not overlap
     (1000, 1001, 999, True, 64),    # 128x64 tiles
@@ -754,3 +765,6 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
         assert (p["bm"], p["bn"], p["splits"], p["cluster"], p["sk_tiles"]) == (128, 128, 1, 1, 0) and p["units"] <= p["grid"]
     off = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=0)
     assert off["wg_rows"] == 64 and {**off, "wg_rows": p["wg_rows"]} == p  # nothing else changes
+    split = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=5)  # bit 2: split-K plans too
+    assert split["wg_rows"] == (128 if want == 128 or (p["bm"], p["bn"], p["splits"], p["cluster"]) == (128, 128, 4, 1) else 64)
+    assert {**split, "wg_rows": p["wg_rows"]} == p

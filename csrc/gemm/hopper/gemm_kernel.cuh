@@ -230,9 +230,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     } else {
       // No division for the split (the unsplit plans' common case; 64-row plans never split,
       // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
-      // its 64-bit division helper once the deferred epilogue's registers were live; the same in
-      // the two-strip kernels, whose 128 accumulators leave no room for it either).
-      if (L::BM == 64 || L::STRIPS > 1 || splits == 1) {
+      // its 64-bit division helper once the deferred epilogue's registers were live; since
+      // 2026-11-25f split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
+      if (L::BM == 64 || splits == 1) {
         w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
         kr = KRange{0, k_tiles};
       } else {

@@ -102,7 +102,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
-  if (L::STRIPS > 1 && p.splits > 1) return "two-strip tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.

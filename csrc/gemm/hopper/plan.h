@@ -74,13 +74,13 @@ constexpr int kFillMinIters = 16;
 // The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
 constexpr int kStreamKFill = 0;
 // One consumer warpgroup per 128-row tile (gemm_layout WG_ROWS_ = 128, two 64-row strips) when
-// every CTA runs a single unit, unclustered, without stream-K or split-K (whose partial path the
-// kernel leaves out): on 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release,
+// every CTA runs a single unit, unclustered, without stream-K (nor split-K unless mask bit 2): on 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release,
 // where two warpgroups of 4 each lose ~120 of 512 tensor cycles per k tile (pipeline_trace.py,
 // 256x8192x8192: 628-635 cycles with the loads removed). H200, 3 alternating rounds, us, two / one
 // warpgroup: 256x8192x8192 60.9 / 55.2, 192x8192x8192 59.9 / 53.8, 320x4096x4096 32.8 / 30.0,
 // 512x4096x4096 33.2 / 30.5, 128x14336x4096 39.5 / 40.3 (benchmarks/NOTES.md).
-// one_wg: a mask of the tile widths that take it, bit 0: 128, bit 1: 64 (TK_HOPPER_ONE_WG=0..3).
+// one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
+// too (not measured yet: e.g. 128x4096x14336, 4 splits of 128x128) (TK_HOPPER_ONE_WG=0..7).
 constexpr int kOneWarpgroupWidths = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
@@ -188,8 +188,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
-  if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && p.splits == 1 &&
-      p.units <= p.grid)
+  if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
+      !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
   return p;
 }

@@ -28,14 +28,18 @@ namespace kittens {
 // align: the bounds are multiples of `align` k tiles (a kernel stage of several k tiles), except
 // the last end, k_tiles. Every split gets >= 1 tile when splits <= ceil(k_tiles / align); past
 // that some ranges are empty (the kernel then stores zero partials).
+// 32-bit unsigned arithmetic (a 64-bit division is a helper call on the GPU, whose return address
+// ptxas spilled in the register-heavy kernels): exact while splits * ceil(k_tiles / align) < 2^32,
+// which holds for K < 2^31 (k_tiles <= 2^25 at 64-wide k tiles) and splits <= 64 (plans: <= 16).
 struct KRange {
   int begin;
   int end;
 };
 TK_HD KRange split_k_range(int s, int splits, int k_tiles, int align = 1) {
-  const int64_t n = (int64_t(k_tiles) + align - 1) / align;  // whole stages
-  const int64_t b = int64_t(s) * n / splits * align, e = int64_t(s + 1) * n / splits * align;
-  return KRange{static_cast<int>(b), static_cast<int>(e < k_tiles ? e : k_tiles)};
+  const uint32_t n = (uint32_t(k_tiles) + uint32_t(align) - 1) / uint32_t(align);  // whole stages
+  const uint32_t b = uint32_t(s) * n / uint32_t(splits) * uint32_t(align);
+  const uint32_t e = uint32_t(s + 1) * n / uint32_t(splits) * uint32_t(align);
+  return KRange{static_cast<int>(b), static_cast<int>(e < uint32_t(k_tiles) ? e : uint32_t(k_tiles))};
 }
 
 // Persistent work unit `id` of tiles_m * tiles_n * splits: the split is the slowest index, so the
