@@ -574,7 +574,7 @@ def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     assert plan["bm"] == 128 and plan["bn"] == 128 and plan["splits"] > 1, f"shape no longer splits 128x128 tiles: {plan}"
     # TK_HOPPER_ONE_WG with bit 2 (test_one_warpgroup_split_k_in_child_process): one warpgroup, two strips
-    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))
+    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))  # (bit 3 leaves these 128-wide plans as they are)
     assert plan["wg_rows"] == (128 if (one_wg & 5) == 5 else 64), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
@@ -697,10 +697,28 @@ def test_fused_split_k_in_child_process():
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(250, 1100, 9001), (200, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_split_k_wide(shape, layout, dtype):
+    """Split-K on swapped 128x256 tiles (14 and 4 splits), or, under TK_HOPPER_ONE_WG bit 3
+    (test_one_warpgroup_split_k_in_child_process), re-planned as 128x128 one-warpgroup tiles with
+    fewer splits; tails in M, N and K, addmm terms."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
+    if (int(os.environ.get("TK_HOPPER_ONE_WG", "1")) & 13) == 13:
+        assert (plan["bn"], plan["wg_rows"]) == (128, 128) and plan["splits"] > 1, plan
+    else:
+        assert plan["bn"] == 256 and plan["splits"] > 1, f"shape no longer splits 128x256 tiles: {plan}"
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
 def test_one_warpgroup_split_k_in_child_process():
-    """The one-warpgroup (two-strip) 128x128 kernels on split-K plans (TK_HOPPER_ONE_WG=5, opt-in)."""
-    out = _pytest_child({"TK_HOPPER_ONE_WG": "5"}, "test_gemm_split_k_128x128", timeout=300)
-    assert re.search(r"\b24 passed", out), out[-4000:]
+    """The one-warpgroup (two-strip) 128x128 kernels on split-K plans, and split 128x256 plans
+    re-planned as those (TK_HOPPER_ONE_WG=13: bits 0, 2, 3; opt-in)."""
+    out = _pytest_child({"TK_HOPPER_ONE_WG": "13"}, "test_gemm_split_k_128x128 or test_gemm_split_k_wide", timeout=300)
+    assert re.search(r"\b40 passed", out), out[-4000:]
 
 
 @needs_hopper

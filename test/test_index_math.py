@@ -768,3 +768,19 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
     split = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=5)  # bit 2: split-K plans too
     assert split["wg_rows"] == (128 if want == 128 or (p["bm"], p["bn"], p["splits"], p["cluster"]) == (128, 128, 4, 1) else 64)
     assert {**split, "wg_rows": p["wg_rows"]} == p
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    (256, 4096, 14336, (128, 2)),  # 32 128x256 tiles x 4 splits -> 64 128x128 tiles x 2
+    (250, 1100, 9001, (128, 7)),   # 9 x 14 -> 18 x 7
+    (256, 14336, 4096, (256, 1)),  # unsplit: unchanged
+    (1, 4096, 14336, (64, 4)),     # not a 128x256 plan: unchanged
+])
+def test_plan_split_wide_as_128x128(M, N, K, want):
+    """plan.h one_wg bit 3 (A/B): a split 128x256 plan takes 128x128 tiles when they need fewer
+    splits, then (bits 0 and 2) on one warpgroup; the default plans are unchanged."""
+    p = _C.hopper_plan(M, N, K, 132, one_wg=13)
+    assert (p["bn"], p["splits"]) == want, p
+    assert p["units"] <= p["grid"] or want[1] == 1
+    if want[0] == 128:
+        assert p["wg_rows"] == 128 and _C.hopper_plan(M, N, K, 132)["bn"] == 256

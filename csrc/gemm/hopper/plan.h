@@ -80,7 +80,8 @@ constexpr int kStreamKFill = 0;
 // warpgroup: 256x8192x8192 60.9 / 55.2, 192x8192x8192 59.9 / 53.8, 320x4096x4096 32.8 / 30.0,
 // 512x4096x4096 33.2 / 30.5, 128x14336x4096 39.5 / 40.3 (benchmarks/NOTES.md).
 // one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
-// too (not measured yet: e.g. 128x4096x14336, 4 splits of 128x128) (TK_HOPPER_ONE_WG=0..7).
+// too (not measured yet: e.g. 128x4096x14336, 4 splits of 128x128), bit 3: split 128 x 256 plans
+// re-planned as 128 x 128 with fewer splits (below; not measured yet) (TK_HOPPER_ONE_WG=0..15).
 constexpr int kOneWarpgroupWidths = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
@@ -148,6 +149,16 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     shape(64, bn64, splits64);
     const bool fills = narrow && 8 * plan_tiles(rows, cols, 64, bn64) >= 3 * int64_t(num_sms);
     if ((splits64 == 1 || fills || bm64_unsplit) && bn64 <= 128) p.bm = 64, p.bn = bn64, p.splits = 1;
+  }
+  // one_wg bit 3 (A/B, not measured yet): a 128 x 256 plan that splits K takes 128 x 128 tiles
+  // when they need fewer splits (256x4096x14336: 32 tiles x 4 splits -> 64 x 2, half the fp32
+  // partials), to run on one warpgroup with bit 2.
+  if ((one_wg & 8) && p.bm == 128 && p.bn == 256 && p.splits > 1) {
+    const int64_t t128 = plan_tiles(rows, cols, 128, 128);
+    const int s128 = t128 >= num_sms ? 1
+                     : std::max(1, std::min({static_cast<int>(num_sms / t128),
+                                             k_tiles / std::max(1, min_split_k_tiles), 16}));
+    if (s128 < p.splits) p.bn = 128, p.splits = s128;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
