@@ -79,7 +79,8 @@ struct gemm_layout {
 #define TK_STAGING_BUFFERS_256 2
 #endif
   static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
-  static constexpr int STAGING_BYTES = kTmaStore ? CONSUMERS * STRIPS * STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;
+  static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
+  static constexpr int STAGING_BYTES = CONSUMERS * STRIPS * STRIP_STAGING_BYTES;
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
   // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
   // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
@@ -425,7 +426,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     uint32_t held[L::HELD_WORDS];
     int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
     // (Deferred rounds only with one strip per warpgroup: its staging is strip cw's.)
-    const uint32_t held_staging_s = smem_u32(staging + cw * (L::STAGING_BYTES / (L::CONSUMERS * L::STRIPS)));
+    const uint32_t held_staging_s = smem_u32(staging + cw * L::STRIP_STAGING_BYTES);
     // Stores held round h (< STORE_ROUNDS) of the previous unit.
     auto store_held = [&](int h) {
       if constexpr (L::kDeferred)
@@ -491,7 +492,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const int cs = cw * L::STRIPS + st;
         const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
         float(&acc)[L::BN / 2] = accs[st];
-        uint8_t* const my_staging = staging + cs * (L::STAGING_BYTES / (L::CONSUMERS * L::STRIPS));
+        uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
         uint32_t my_staging_s = smem_u32(my_staging);
         // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
         // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).

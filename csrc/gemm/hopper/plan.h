@@ -74,8 +74,9 @@ constexpr int kFillMinIters = 16;
 // The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
 constexpr int kStreamKFill = 0;
 // One consumer warpgroup per 128-row tile (gemm_layout WG_ROWS_ = 128, two 64-row strips) when
-// every CTA runs a single unit, unclustered, without stream-K (nor split-K unless mask bit 2): on 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release,
-// where two warpgroups of 4 each lose ~120 of 512 tensor cycles per k tile (pipeline_trace.py,
+// every CTA runs a single unit, unclustered, without stream-K (nor split-K unless mask bit 2): on
+// 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release, where two warpgroups
+// of 4 each lose ~120 of 512 tensor cycles per k tile (pipeline_trace.py,
 // 256x8192x8192: 628-635 cycles with the loads removed). H200, 3 alternating rounds, us, two / one
 // warpgroup: 256x8192x8192 60.9 / 55.2, 192x8192x8192 59.9 / 53.8, 320x4096x4096 32.8 / 30.0,
 // 512x4096x4096 33.2 / 30.5, 128x14336x4096 39.5 / 40.3 (benchmarks/NOTES.md).
@@ -112,15 +113,18 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   int rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
   const int k_tiles = static_cast<int>((int64_t(K) + kPlanBK - 1) / kPlanBK);
   const bool narrow = all_widths && k_tiles <= fill_narrow_max_k_tiles;
+  // K splits for `tiles` tiles: only below one wave, so that every SM streams operands.
+  auto splits_for = [&](int64_t tiles) {
+    return tiles >= num_sms ? 1
+                            : std::max(1, std::min({static_cast<int>(num_sms / tiles),
+                                                    k_tiles / std::max(1, min_split_k_tiles), 16}));
+  };
   // Tile width and K splits for row tiles of height bm.
   auto shape = [&](int bm, int& bn, int& splits) {
     bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
     if (!all_widths) bn = 128;
     if (narrow) bn = narrow_width(rows, cols, bm, bn, num_sms);
-    const int64_t tiles = plan_tiles(rows, cols, bm, bn);
-    splits = 1;
-    if (tiles < num_sms)
-      splits = std::max(1, std::min({static_cast<int>(num_sms / tiles), k_tiles / std::max(1, min_split_k_tiles), 16}));
+    splits = splits_for(plan_tiles(rows, cols, bm, bn));
   };
   p.bm = 128;
   shape(128, p.bn, p.splits);
@@ -154,10 +158,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // when they need fewer splits (256x4096x14336: 32 tiles x 4 splits -> 64 x 2, half the fp32
   // partials), to run on one warpgroup with bit 2.
   if ((one_wg & 8) && p.bm == 128 && p.bn == 256 && p.splits > 1) {
-    const int64_t t128 = plan_tiles(rows, cols, 128, 128);
-    const int s128 = t128 >= num_sms ? 1
-                     : std::max(1, std::min({static_cast<int>(num_sms / t128),
-                                             k_tiles / std::max(1, min_split_k_tiles), 16}));
+    const int s128 = splits_for(plan_tiles(rows, cols, 128, 128));
     if (s128 < p.splits) p.bn = 128, p.splits = s128;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
