@@ -631,8 +631,6 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
         assert plan["wg_rows"] == 64
         pytest.skip("TK_HOPPER_ONE_WG turns one-warpgroup 128x128 tiles off")
     assert plan["wg_rows"] == 128 and plan["bm"] == 128 and plan["bn"] == 128, f"shape no longer takes this path: {plan}"
-    # TK_HOPPER_ONE_WG bit 4 (test_one_warpgroup_clustered_in_child_process): 16-bit outputs in 2-CTA clusters
-    assert plan["cluster"] == (2 if int(os.environ.get("TK_HOPPER_ONE_WG", "1")) & 16 and not out_fp32 else 1), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
 
@@ -721,17 +719,6 @@ def test_one_warpgroup_split_k_in_child_process():
     re-planned as those (TK_HOPPER_ONE_WG=13: bits 0, 2, 3; opt-in)."""
     out = _pytest_child({"TK_HOPPER_ONE_WG": "13"}, "test_gemm_split_k_128x128 or test_gemm_split_k_wide", timeout=300)
     assert re.search(r"\b40 passed", out), out[-4000:]
-
-
-@needs_hopper
-def test_one_warpgroup_clustered_in_child_process():
-    """The one-warpgroup 128x128 kernels in 2-CTA clusters multicasting the Y tile (TK_HOPPER_ONE_WG=29:
-    bits 0, 2, 3, 4; opt-in): unsplit (an odd number of row tiles: the last pair's second CTA past
-    the rows), split-K, and split 128x256 plans re-planned as those."""
-    out = _pytest_child({"TK_HOPPER_ONE_WG": "29"},
-                        "test_gemm_one_warpgroup_128x128 or test_gemm_split_k_128x128 or test_gemm_split_k_wide",
-                        timeout=400)
-    assert re.search(r"\b72 passed", out), out[-4000:]
 
 
 @needs_hopper

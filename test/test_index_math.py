@@ -784,23 +784,3 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     assert p["units"] <= p["grid"] or want[1] == 1
     if want[0] == 128:
         assert p["wg_rows"] == 128 and _C.hopper_plan(M, N, K, 132)["bn"] == 256
-
-
-@pytest.mark.parametrize("M,N,K,one_wg,want_units,base_units", [
-    (256, 8192, 8192, 17, 64, 128),    # 64 x 2 swapped 128x128 tiles: 32 pairs x 2
-    (256, 4096, 14336, 29, 64, 128),   # bit 3: 32 x 2 tiles x 2 splits -> 16 pairs x 2 x 2
-    (200, 8192, 8192, 17, 64, 128),    # two token tiles (one partial): pairs of weight tiles
-    (640, 2000, 4096, 17, 48, 80),     # unswapped 5 x 16 tiles: 3 pairs (the last half past M) x 16
-])
-def test_plan_one_warpgroup_clustered(M, N, K, one_wg, want_units, base_units):
-    """plan.h one_wg bit 4 (A/B): a one-warpgroup 128x128 plan runs in 2-CTA clusters (a unit is
-    a column of 2 tiles: ceil(tiles_m / 2) x tiles_n x splits), one unit per cluster; without the
-    bit, or with fp32 outputs (all_widths=False: no such kernel), the same plan stays unclustered."""
-    p = _C.hopper_plan(M, N, K, 132, one_wg=one_wg)
-    assert (p["bm"], p["bn"], p["wg_rows"], p["cluster"]) == (128, 128, 128, 2), p
-    assert p["units"] == want_units and p["grid"] == 2 * want_units and not p["dynamic"], p
-    base = _C.hopper_plan(M, N, K, 132, one_wg=one_wg & 15)
-    assert base["cluster"] == 1 and base["wg_rows"] == 128 and base["units"] == base_units
-    keep = ("swap_ab", "bm", "bn", "splits", "group_m", "sk_tiles", "fused_split", "evict_first", "wg_rows")
-    assert {k: p[k] for k in keep} == {k: base[k] for k in keep}
-    assert _C.hopper_plan(M, N, K, 132, False, one_wg=one_wg)["cluster"] == 1

@@ -92,11 +92,10 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   TK_KNOB int swap = env_int("TK_HOPPER_SWAP", -1, 0, 1);
   // TK_HOPPER_SK_FILL=0|1|2: stream-K over all SMs when 128 x 256 tiles are fewer (plan.h).
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
-  // TK_HOPPER_ONE_WG=0..31: the one-unit-per-CTA 128-row tiles that run on one consumer
+  // TK_HOPPER_ONE_WG=0..15: the one-unit-per-CTA 128-row tiles that run on one consumer
   // warpgroup (plan.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
-  // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits; bit 4 128 x 128 in 2-CTA
-  // clusters); 0: none.
-  TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 31);
+  // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits); 0: none.
+  TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 15);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg);

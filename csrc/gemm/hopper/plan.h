@@ -81,9 +81,10 @@ constexpr int kStreamKFill = 0;
 // warpgroup: 256x8192x8192 60.9 / 55.2, 192x8192x8192 59.9 / 53.8, 320x4096x4096 32.8 / 30.0,
 // 512x4096x4096 33.2 / 30.5, 128x14336x4096 39.5 / 40.3 (benchmarks/NOTES.md).
 // one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
-// too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split 128 x 256 plans
-// re-planned as 128 x 128 with fewer splits (below; measured slower), bit 4: those tiles in 2-CTA
-// clusters (below; not measured yet) (TK_HOPPER_ONE_WG=0..31).
+// too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split
+// 128 x 256 plans re-planned as 128 x 128 with fewer splits (below; measured slower)
+// (TK_HOPPER_ONE_WG=0..15). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
+// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md).
 constexpr int kOneWarpgroupWidths = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
@@ -157,8 +158,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   // one_wg bit 3 (A/B): a 128 x 256 plan that splits K takes 128 x 128 tiles when they need
   // fewer splits (256x4096x14336: 32 tiles x 4 splits -> 64 x 2, half the fp32 partials), to run
-  // on one warpgroup with bit 2. Measured slower unclustered (H200: 57.9 -> 60.0 us); bit 4 adds
-  // the 2-CTA cluster cuBLAS runs that plan with.
+  // on one warpgroup with bit 2. Measured slower (H200: 57.9 -> 60.0 us).
   if ((one_wg & 8) && p.bm == 128 && p.bn == 256 && p.splits > 1) {
     const int s128 = splits_for(plan_tiles(rows, cols, 128, 128));
     if (s128 < p.splits) p.bn = 128, p.splits = s128;
@@ -203,18 +203,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
   if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
-      !p.fused_split && p.units <= p.grid) {
+      !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
-    // bit 4 (A/B, not measured yet): 128 x 128 one-warpgroup tiles in 2-CTA clusters, the pair
-    // multicasting the Y tile (cuBLAS's 128x128 6-stage 2x1-cluster kernel on 256x8192x8192 and,
-    // with 2 K splits, 256x4096x14336: benchmarks/NOTES.md). 16-bit outputs only (all_widths).
-    if ((one_wg & 16) && all_widths && p.bn == 128 && tiles_m >= 2) {
-      p.cluster = 2;
-      p.units = ((tiles_m + 1) / 2) * (tiles / tiles_m) * p.splits;
-      p.grid = static_cast<int>(2 * std::max<int64_t>(1, std::min<int64_t>(p.units, std::max(1, num_sms / 2))));
-      p.dynamic = false;  // one unit per cluster
-    }
-  }
   return p;
 }
 
