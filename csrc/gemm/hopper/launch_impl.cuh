@@ -234,7 +234,16 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     red.c_s0 = g.c_s0;
     red.c_s1 = g.c_s1;
     const int64_t total = int64_t(g.M) * N;
-    const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65535));
+    // Vector path (splitk_reduce.cuh): whole groups of kReduceVec, 16-B partials, aligned output.
+    // TK_HOPPER_REDUCE_VEC=0 (A/B, read once): the scalar path always.
+    static const bool vec_on = [] {
+      const char* e = std::getenv("TK_HOPPER_REDUCE_VEC");
+      return e == nullptr || std::atoi(e) != 0;
+    }();
+    const bool vec = vec_on && total % kReduceVec == 0 && reinterpret_cast<uintptr_t>(ep.partial) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(g.out) % (kReduceVec * sizeof(OutT)) == 0;
+    const int64_t threads = vec ? total / kReduceVec : total;
+    const unsigned blocks = unsigned(std::min<int64_t>((threads + 255) / 256, 65535));
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(blocks);
     cfg.blockDim = dim3(256);
@@ -244,7 +253,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<OutT>, red, g.M, g.N, p.splits);
+    err = cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<OutT>, red, g.M, g.N, p.splits, vec);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   err = cudaGetLastError();
