@@ -723,6 +723,15 @@ def test_one_warpgroup_split_k_in_child_process():
 
 
 @needs_hopper
+def test_ring_staging_in_child_process():
+    """The one-warpgroup 128x128 kernels with the epilogue's staging boxes in the stage ring (7
+    stages; TK_HOPPER_RING_STAGING=1, opt-in): swapped and unswapped, tails, addmm terms, 16-bit
+    outputs through the TMA store (fp32 outputs have no staging: the usual kernel)."""
+    out = _pytest_child({"TK_HOPPER_RING_STAGING": "1"}, "test_gemm_one_warpgroup_128x128", timeout=300)
+    assert re.search(r"\b32 passed", out), out[-4000:]
+
+
+@needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 def test_determinism(dtype):
     M, N, K = 1000, 4095, 1000

@@ -31,8 +31,11 @@ using namespace kittens::hopper;
 // WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
 // (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
 // k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
+// RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
+// epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
+// the ring gets one stage more (128 x 128: 7 instead of 6).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64>
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
@@ -40,6 +43,8 @@ struct gemm_layout {
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
   static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
+  static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
+  static constexpr bool kRingStaging = RING_STAGING_;
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
   static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
@@ -80,7 +85,7 @@ struct gemm_layout {
 #endif
   static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
   static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
-  static constexpr int STAGING_BYTES = CONSUMERS * STRIPS * STRIP_STAGING_BYTES;
+  static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
   // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
   // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
@@ -113,6 +118,7 @@ struct gemm_layout {
   // data, which only reaches outputs past M / N (never stored).
   static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
   static_assert(STAGES >= 3, "pipeline too shallow");
+  static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };
 
 // Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
@@ -194,8 +200,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const long long trace_c0 = trace_cta ? clock64() : 0;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* staging = smem + L::STAGES * L::STAGE_BYTES;
-  uint64_t* full = reinterpret_cast<uint64_t*>(staging + L::STAGING_BYTES);
+  uint8_t* const after_ring = smem + L::STAGES * L::STAGE_BYTES;
+  // Ring staging: the epilogue runs after the CTA's only unit, its stages all consumed and its
+  // wgmmas complete (wait_group 0), so nothing reads or writes the ring any more.
+  uint8_t* staging = L::kRingStaging ? smem : after_ring;
+  uint64_t* full = reinterpret_cast<uint64_t*>(after_ring + L::STAGING_BYTES);
   uint64_t* empty = full + L::STAGES;
   uint64_t* sched_full = empty + L::STAGES;
   uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;

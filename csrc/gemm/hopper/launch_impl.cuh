@@ -100,6 +100,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
   if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
   if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
+  if (L::kRingStaging && (p.units > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
@@ -277,6 +278,15 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
+      if constexpr (BN == 128 && sizeof(OutT) == 2) {
+        // TK_HOPPER_RING_STAGING=1 (A/B, read once): staging in the stage ring, 7 stages (gemm_layout).
+        static const bool ring = [] {
+          const char* e = std::getenv("TK_HOPPER_RING_STAGING");
+          return e != nullptr && std::atoi(e) != 0;
+        }();
+        if (ring && g.plan.wg_rows == 128 && g.plan.units <= g.plan.grid && !g.plan.dynamic)
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
+      }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
     }
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
