@@ -784,3 +784,33 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     assert p["units"] <= p["grid"] or want[1] == 1
     if want[0] == 128:
         assert p["wg_rows"] == 128 and _C.hopper_plan(M, N, K, 132)["bn"] == 256
+
+
+@pytest.mark.parametrize("M,N,K,bn192,want", [
+    # (swap_ab, bn, units) with the knob; None: the default plan
+    (160, 28672, 4096, 1, (True, 192, 224)),   # 160 tokens: 192-wide instead of 256-wide tiles
+    (192, 14336, 4096, 1, (True, 192, 112)),
+    (130, 8200, 9000, 1, (True, 192, 130)),    # 65 tiles x 2 splits
+    (256, 11008, 4096, 1, None),               # 256 tokens: rule 1 leaves it
+    (256, 11008, 4096, 2, (False, 192, 116)),  # 86 swapped 128x256 -> 116 unswapped 128x192
+    (250, 11000, 300, 2, (False, 192, 116)),
+    (256, 14336, 4096, 2, None),               # 112 tiles: 192-wide would take 2 waves
+    (256, 4096, 14336, 2, None),               # split plans: unchanged
+    (8192, 8192, 8192, 2, None),               # several waves: unchanged
+    (200, 4096, 4096, 2, None),                # 64-row pairs: unchanged
+])
+def test_plan_bn192(M, N, K, bn192, want):
+    """plan.h kWidth192 (opt-in, TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1),
+    and for part-filled single waves of unsplit 128x256 tiles when waves x width drops by >= 10%
+    (2); 192-wide tiles narrow to 128 (not 96) below one wave; off by default."""
+    base = _C.hopper_plan(M, N, K, 132)
+    assert base == _C.hopper_plan(M, N, K, 132, bn192=0) and base["bn"] != 192
+    p = _C.hopper_plan(M, N, K, 132, bn192=bn192)
+    if want is None:
+        assert p == base
+    else:
+        assert (p["swap_ab"], p["bn"], p["units"]) == want, p
+        assert p["bm"] == 128 and p["cluster"] == 1 and p["sk_tiles"] == 0
+    assert _C.hopper_plan(M, N, K, 132, False, bn192=bn192)["bn"] == 128  # fp32 outputs: 128-wide only
+    for rows in (300, 1000, 2000):  # narrowing below one wave: 192 -> 128 -> 64, never 96
+        assert _C.hopper_plan(rows, 160, 1000, 132, bn192=1)["bn"] in (64, 128, 192)

@@ -96,9 +96,12 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // warpgroup (plan.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
   // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits); 0: none.
   TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 15);
+  // TK_HOPPER_BN192=0|1|2: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
+  // for part-filled single waves of 128 x 256 tiles).
+  TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 2);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill, bm64 == 2, one_wg);
+                           swap, sk_fill, bm64 == 2, one_wg, bn192);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

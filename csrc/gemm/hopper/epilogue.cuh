@@ -330,17 +330,18 @@ __device__ __forceinline__ void store_held_round(int h, bool transposed, const u
 // covering 64 contiguous bytes). The fragment-order register stores touch 8 rows x 4 bytes per
 // instruction and measured ~40% of the tile time on 8191^3 and 4097^3 (benchmarks/NOTES.md).
 // Unlike the TMA store, nothing here waits on the TMA unit, which also serves the producer's loads.
-// Buffers alternate by round; one barrier per round suffices: a thread writes buffer H % 2 in
-// round H only after the barrier of round H - 1, which every thread passes after its round H - 2
-// reads of that buffer (with one round per unit, a leading barrier covers the previous unit).
+// Buffers cycle by round (H % STAGING_BUFFERS, 2 or, at 192 columns, 3); one barrier per round
+// suffices: a thread writes round H's buffer only after the barrier of round H - 1, which every
+// thread passes after its earlier reads of that buffer (when the rounds per unit are not a
+// multiple of the buffers -- one round per unit -- a leading barrier covers the previous unit).
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                    uint8_t* staging, int row0, int n0, int M, int N, int cw,
                                                    bool vec) {
   using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
-  const uint32_t stage_base = smem_u32(staging + (H % 2) * L::STAGING_BUFFER_BYTES);
-  if constexpr (L::STORE_ROUNDS == 1) named_barrier(1 + cw, kWarpgroupThreads);
+  const uint32_t stage_base = smem_u32(staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES);
+  if constexpr (L::STORE_ROUNDS % L::STAGING_BUFFERS != 0) named_barrier(1 + cw, kWarpgroupThreads);
   stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;

@@ -83,7 +83,11 @@ struct gemm_layout {
 #ifndef TK_STAGING_BUFFERS_256
 #define TK_STAGING_BUFFERS_256 2
 #endif
-  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : 2;
+  // 192-wide tiles (3 rounds): one buffer per round, so the buffer of round H (H % buffers) is the
+  // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
+  // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
+  // store_unit_tma asserts the multiple).
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : BN_ == 192 ? 3 : 2;
   static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
   static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
@@ -100,8 +104,8 @@ struct gemm_layout {
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
   static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 128 -> 6, BN 64 -> 8; BM 64: BN 128 -> 8, BN 64
-  // -> 6 (two k tiles per stage, 32 KB).
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
+  // BN 128 -> 8, BN 64 -> 6 (two k tiles per stage, 32 KB).
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
   static constexpr int STAGES = kFit < 16 ? kFit : 16;
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;

@@ -30,7 +30,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128 or 256
+  int bn;        // 64, 128, 192 (opt-in: bn192 below) or 256
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -52,7 +52,9 @@ inline int64_t plan_tiles(int64_t rows, int64_t cols, int bm, int bn) {
 // Halves the tile width bn (down to 64) while the tiles stay fewer than SMs and the halved
 // width's still fit one wave.
 inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms) {
-  while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, bn / 2) <= num_sms) bn /= 2;
+  auto narrower = [](int w) { return w == 192 ? 128 : w / 2; };
+  while (bn > 64 && plan_tiles(rows, cols, bm, bn) < num_sms && plan_tiles(rows, cols, bm, narrower(bn)) <= num_sms)
+    bn = narrower(bn);
   return bn;
 }
 
@@ -86,6 +88,15 @@ constexpr int kStreamKFill = 0;
 // (TK_HOPPER_ONE_WG=0..15). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
 // plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md).
 constexpr int kOneWarpgroupWidths = 1;
+// 128 x 192 tiles (opt-in, TK_HOPPER_BN192; built, GPU tests written, not measured yet). wgmma's n
+// may be any multiple of 8 up to 256 and the epilogue works in 64-column rounds, so 192 costs
+// 3 rounds and 40-KB stages (4 of them). bn192 = 1: kernel columns in 129..192 take a 192-wide
+// tile instead of a 256-wide one (160 tokens: 37% of a 256-wide tile computed for nothing;
+// H200 160x28672x4096 0.77-0.79x, 192x14336x4096 0.92x torch.mm); 2: also a part-filled single
+// wave of unsplit 128 x 256 tiles re-planned as 128 x 192 tiles in whichever orientation needs
+// at least 10% fewer waves x width (256x11008x4096: 86 swapped 128x256 tiles on 132 SMs, 0.82x,
+// -> 116 unswapped 128x192 tiles).
+constexpr int kWidth192 = 0;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
@@ -104,7 +115,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
-                          int one_wg = kOneWarpgroupWidths) {
+                          int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -123,7 +134,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   };
   // Tile width and K splits for row tiles of height bm.
   auto shape = [&](int bm, int& bn, int& splits) {
-    bn = cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
+    bn = cols <= 64 ? 64 : cols <= 128 ? 128 : (bn192 >= 1 && cols <= 192) ? 192 : 256;
     if (!all_widths) bn = 128;
     if (narrow) bn = narrow_width(rows, cols, bm, bn, num_sms);
     splits = splits_for(plan_tiles(rows, cols, bm, bn));
@@ -162,6 +173,17 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   if ((one_wg & 8) && p.bm == 128 && p.bn == 256 && p.splits > 1) {
     const int s128 = splits_for(plan_tiles(rows, cols, 128, 128));
     if (s128 < p.splits) p.bn = 128, p.splits = s128;
+  }
+  // bn192 = 2 (above): waves x tile width, the 256-wide plan kept unless 10% dearer.
+  if (bn192 >= 2 && all_widths && p.bm == 128 && p.bn == 256 && p.splits == 1 &&
+      plan_tiles(rows, cols, 128, 256) < num_sms) {
+    auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
+    int64_t best = waves(plan_tiles(rows, cols, 128, 256)) * 256 * 9 / 10;
+    for (const bool swap_192 : {p.swap_ab, !p.swap_ab}) {
+      const int r = swap_192 ? N : M, c = swap_192 ? M : N;
+      const int64_t cost = waves(plan_tiles(r, c, 128, 192)) * 192;
+      if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192;
+    }
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
