@@ -209,7 +209,7 @@ def test_swizzle_matches_cute_and_tma(row, byte):
 # ============================================================================ kmajor_offset
 
 
-@pytest.mark.parametrize("rows", [64, 128, 256])
+@pytest.mark.parametrize("rows", [64, 128, 192, 256])
 def test_kmajor_bijection_bf16(rows):
     eb = 2
     tile = rows * 128
@@ -253,7 +253,7 @@ def test_kmajor_k16_slices_match_descriptor_advance():
 # ============================================================================ mnmajor_offset
 
 
-@pytest.mark.parametrize("mn_size", [64, 128, 256])
+@pytest.mark.parametrize("mn_size", [64, 128, 192, 256])
 def test_mnmajor_bijection_bf16(mn_size):
     eb = 2
     tile = mn_size * 64 * eb
@@ -408,7 +408,7 @@ def test_stmatrix_rows_are_16_byte_aligned_and_distinct_banks():
 # ============================================================================ wgmma_acc_coord
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 128, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 128, 192, 256])
 def test_acc_coord_covers_tile_once(n):
     regs = n // 2
     seen = {}
