@@ -7,7 +7,8 @@
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
-//    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below).
+//    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
+//    192 only under the opt-in bn192 rules (kWidth192).
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
