@@ -15,6 +15,12 @@ namespace tk::hopper {
 
 namespace detail {
 
+// An on/off A/B knob: unset -> `fallback`, else its integer value != 0 (callers read it once).
+inline bool env_flag(const char* name, bool fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoi(e) != 0;
+}
+
 template <typename T> constexpr CUtensorMapDataType tma_dtype();
 template <> constexpr CUtensorMapDataType tma_dtype<__nv_bfloat16>() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
 template <> constexpr CUtensorMapDataType tma_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
@@ -76,10 +82,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     return "cuTensorMapEncodeTiled failed";
   // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
   // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
-  static const bool tail_boxes = [] {
-    const char* e = std::getenv("TK_HOPPER_TAIL_BOX");
-    return e == nullptr || std::atoi(e) != 0;
-  }();
+  static const bool tail_boxes = env_flag("TK_HOPPER_TAIL_BOX", true);
   CUtensorMap tx_tail = tx, ty_tail = ty;
   const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
   const int y_tail_rows = tail_boxes && L::kYTail ? op.cols % L::BN : 0;
@@ -237,10 +240,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     const int64_t total = int64_t(g.M) * N;
     // Vector path (splitk_reduce.cuh): whole groups of kReduceVec, 16-B partials, aligned output.
     // TK_HOPPER_REDUCE_VEC=0 (A/B, read once): the scalar path always.
-    static const bool vec_on = [] {
-      const char* e = std::getenv("TK_HOPPER_REDUCE_VEC");
-      return e == nullptr || std::atoi(e) != 0;
-    }();
+    static const bool vec_on = env_flag("TK_HOPPER_REDUCE_VEC", true);
     const bool vec = vec_on && total % kReduceVec == 0 && reinterpret_cast<uintptr_t>(ep.partial) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(g.out) % (kReduceVec * sizeof(OutT)) == 0;
     const int64_t threads = vec ? total / kReduceVec : total;
@@ -280,11 +280,9 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
         // TK_HOPPER_RING_STAGING=1 (A/B, read once): staging in the stage ring, 7 stages (gemm_layout).
-        static const bool ring = [] {
-          const char* e = std::getenv("TK_HOPPER_RING_STAGING");
-          return e != nullptr && std::atoi(e) != 0;
-        }();
-        if (ring && g.plan.wg_rows == 128 && g.plan.units <= g.plan.grid && !g.plan.dynamic)
+        // (One-warpgroup plans run one unit per CTA; launch_layout checks it.)
+        static const bool ring = detail::env_flag("TK_HOPPER_RING_STAGING", false);
+        if (ring && g.plan.wg_rows == 128)
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
       }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
