@@ -12,8 +12,8 @@ mma.sync kernel (tn = 1, partial K chunk, partial last CTA; 9..16 tokens, tn = 2
 TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh's second memcheck run sets);
 300x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
 output: 300x257x100, 60x1032x100, 14x8200x130; TK_HOPPER_ONE_WG=0, the second run, turns them
-back into two-warpgroup tiles); 160x20000x520 -> swapped 128x256 tiles, 157 units (under
-TK_HOPPER_BN192=2: 128x192 tiles, 3 epilogue rounds per unit); full set, 120x1000x9000 -> 128x128 tiles split 16 ways; 150x2100x1000 -> 64x64 tiles in
+back into two-warpgroup tiles); 160x20000x520 -> swapped 128x192 tiles, 157 units, 3 epilogue
+rounds per unit (TK_HOPPER_BN192=0, the second run: 128x256 tiles); full set, 120x1000x9000 -> 128x128 tiles split 16 ways; 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on

@@ -616,8 +616,8 @@ def test_stream_k_tail_examples():
 @given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
-    def base(*args, **kw):  # the 128-row planner (the 64-row rules are checked last)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, **kw})
+    def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -625,6 +625,14 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
     k_tiles = -(-K // 64)
+    # 192-wide tiles (plan.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
+    # 128-row, unclustered, never more units than the 256-wide plan's waves allow
+    w = base(2, bn192=2)
+    if w["bn"] == 192:
+        assert all_widths and base(2)["bn"] == 256 and w["bm"] == 128 and w["cluster"] == 1
+        assert w["splits"] == base(2)["splits"] or w["splits"] == 1
+    else:
+        assert w == base(2)
     covering = 64 if cols <= 64 else 128 if cols <= 128 else 256  # the narrowest covering width
 
     assert p["bm"] == 128
@@ -671,8 +679,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0)
-    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0)
     # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
     one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
     assert b["wg_rows"] == (128 if one_wg else 64)
@@ -696,7 +704,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     t256 = n_tiles(256)
     fill_ok = all_widths and _C.sk_fill_tiles(t256, k_tiles, sms, 16) > 0 and t256 + t256 * k_tiles < 2**31
     for level in (1, 2):
-        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level)
+        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0)
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
@@ -787,7 +795,7 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
 
 
 @pytest.mark.parametrize("M,N,K,bn192,want", [
-    # (swap_ab, bn, units) with the knob; None: the default plan
+    # (swap_ab, bn, units) with the knob; None: the bn192 = 0 plan
     (160, 28672, 4096, 1, (True, 192, 224)),   # 160 tokens: 192-wide instead of 256-wide tiles
     (192, 14336, 4096, 1, (True, 192, 112)),
     (130, 8200, 9000, 1, (True, 192, 130)),    # 65 tiles x 2 splits
@@ -800,11 +808,12 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     (200, 4096, 4096, 2, None),                # 64-row pairs: unchanged
 ])
 def test_plan_bn192(M, N, K, bn192, want):
-    """plan.h kWidth192 (opt-in, TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1),
-    and for part-filled single waves of unsplit 128x256 tiles when waves x width drops by >= 10%
-    (2); 192-wide tiles narrow to 128 (not 96) below one wave; off by default."""
-    base = _C.hopper_plan(M, N, K, 132)
-    assert base == _C.hopper_plan(M, N, K, 132, bn192=0) and base["bn"] != 192
+    """plan.h kWidth192 (TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1), and for
+    part-filled single waves of unsplit 128x256 tiles when waves x width drops by >= 10% (2, the
+    default); 192-wide tiles narrow to 128 (not 96) below one wave; 0: never 192-wide."""
+    base = _C.hopper_plan(M, N, K, 132, bn192=0)
+    assert base["bn"] != 192
+    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, bn192=2)  # the default
     p = _C.hopper_plan(M, N, K, 132, bn192=bn192)
     if want is None:
         assert p == base

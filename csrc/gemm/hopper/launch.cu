@@ -11,7 +11,7 @@ const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
     case 64: return launch_family<T, OutT, 64, BM>(g, s);
     case 128: return launch_family<T, OutT, 128, BM>(g, s);
-    case 192:  // 128 x 192 tiles (plan.h bn192, opt-in): 128-row tiles only
+    case 192:  // 128 x 192 tiles (plan.h bn192): 128-row tiles only
       if constexpr (BM == 64) return "64-row tiles are built up to 128 columns wide";
       else return launch_family<T, OutT, 192, BM>(g, s);
     case 256:

@@ -8,7 +8,7 @@
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
-//    192 only under the opt-in bn192 rules (kWidth192).
+//    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing.
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
@@ -31,7 +31,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (opt-in: bn192 below) or 256
+  int bn;        // 64, 128, 192 (bn192 below) or 256
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -89,15 +89,16 @@ constexpr int kStreamKFill = 0;
 // (TK_HOPPER_ONE_WG=0..15). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
 // plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md).
 constexpr int kOneWarpgroupWidths = 1;
-// 128 x 192 tiles (opt-in, TK_HOPPER_BN192; built, GPU tests written, not measured yet). wgmma's n
-// may be any multiple of 8 up to 256 and the epilogue works in 64-column rounds, so 192 costs
-// 3 rounds and 40-KB stages (4 of them). bn192 = 1: kernel columns in 129..192 take a 192-wide
-// tile instead of a 256-wide one (160 tokens: 37% of a 256-wide tile computed for nothing;
-// H200 160x28672x4096 0.77-0.79x, 192x14336x4096 0.92x torch.mm); 2: also a part-filled single
-// wave of unsplit 128 x 256 tiles re-planned as 128 x 192 tiles in whichever orientation needs
-// at least 10% fewer waves x width (256x11008x4096: 86 swapped 128x256 tiles on 132 SMs, 0.82x,
-// -> 116 unswapped 128x192 tiles).
-constexpr int kWidth192 = 0;
+// 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
+// 256 and the epilogue works in 64-column rounds, so 192 costs 3 rounds and 40-KB stages (4 of
+// them). bn192 = 1: kernel columns in 129..192 take a 192-wide tile instead of a 256-wide one
+// (160 tokens: 37% of a 256-wide tile computed for nothing); 2: also a part-filled single wave
+// of unsplit 128 x 256 tiles re-planned as 128 x 192 tiles in whichever orientation needs at
+// least 10% fewer waves x width (256x11008x4096: 86 swapped 128x256 tiles on 132 SMs -> 116
+// unswapped 128x192 tiles). H200 A/B, bf16 NT, us (2026-11-25h, benchmarks/NOTES.md), 0 -> 2:
+// 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
+// 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
+constexpr int kWidth192 = 2;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
