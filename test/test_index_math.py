@@ -823,3 +823,22 @@ def test_plan_bn192(M, N, K, bn192, want):
     assert _C.hopper_plan(M, N, K, 132, False, bn192=bn192)["bn"] == 128  # fp32 outputs: 128-wide only
     for rows in (300, 1000, 2000):  # narrowing below one wave: 192 -> 128 -> 64, never 96
         assert _C.hopper_plan(rows, 160, 1000, 132, bn192=1)["bn"] in (64, 128, 192)
+
+
+@pytest.mark.parametrize("M,N,K,tile,want", [
+    # tile = (swap_ab, bm, bn, splits, cluster); want = (swap_ab, bm, bn, splits, cluster, units)
+    (256, 4096, 14336, (False, 128, 128, 2, 1), (False, 128, 128, 2, 1, 128)),
+    (256, 8192, 8192, (False, 64, 128, 1, 2), (False, 64, 128, 1, 2, 128)),  # units: CTA pairs
+    (256, 8192, 8192, (True, 128, 256, 1, 2), (True, 128, 256, 1, 2, 32)),  # a swapped pair shares the tokens
+    (4096, 4096, 4096, (False, 128, 256, 3, 2), (False, 128, 256, 3, 1, 1536)),  # split: no cluster
+    (100, 100, 100, (False, 128, 128, 16, 1), (False, 128, 128, 2, 1, 2)),  # splits <= k tiles
+])
+def test_plan_forced_tile(M, N, K, tile, want):
+    """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
+    grid derived as for the rules' plans; invalid choices leave the rules' plan."""
+    p = _C.hopper_plan(M, N, K, 132, tile=tile)
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
+    assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
+    for bad in [(False, 64, 256, 1, 1), (False, 128, 96, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3)]:
+        assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
+    assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)

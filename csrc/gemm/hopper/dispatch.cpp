@@ -9,7 +9,9 @@
 #include <torch/library.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "../../counters.h"
@@ -57,6 +59,18 @@ int env_int(const char* name, int fallback, int lo, int hi) {
   return (*end == '\0' && v >= lo && v <= hi) ? static_cast<int>(v) : fallback;
 }
 
+// TK_HOPPER_TILE as five colon-separated integers (swap 0|1, bm, bn, splits, cluster), or none
+// (colons: scripts/ab_knob.sh splits a setting at commas).
+std::optional<hopper::TileChoice> tile_knob() {
+  const char* e = std::getenv("TK_HOPPER_TILE");
+  int v[5];
+  char tail = 0;
+  if (e == nullptr || std::sscanf(e, "%d:%d:%d:%d:%d%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 ||
+      (v[0] != 0 && v[0] != 1))
+    return std::nullopt;
+  return hopper::TileChoice{v[0] == 1, v[1], v[2], v[3], v[4]};
+}
+
 // Environment knobs are read once; a TK_EXPERIMENTS build re-reads them per call so that one
 // process can interleave settings (benchmarks/ab_env.py).
 #ifdef TK_EXPERIMENTS
@@ -99,9 +113,12 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_BN192=0|1|2: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 2);
+  // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
+  // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
+  TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill, bm64 == 2, one_wg, bn192);
+                           swap, sk_fill, bm64 == 2, one_wg, bn192, tile ? &*tile : nullptr);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

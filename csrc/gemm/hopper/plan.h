@@ -46,6 +46,21 @@ struct GemmPlan {
 
 constexpr int kPlanBK = 64;
 
+// A forced tile choice (A/B only: TK_HOPPER_TILE, dispatch.cpp): replaces the rules' swap, tile
+// and splits; cluster 2 is kept only where a clustered kernel exists (64-row tiles at most 128
+// wide, or 128 x 256, unsplit). The rest of the plan (units, grid, schedule, warpgroup rows) is
+// derived as usual. Invalid choices (see valid_tile) leave the plan to the rules.
+struct TileChoice {
+  bool swap_ab;
+  int bm, bn, splits, cluster;
+};
+
+inline bool valid_tile(const TileChoice& t, bool all_widths) {
+  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
+                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256);
+  return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
+}
+
 inline int64_t plan_tiles(int64_t rows, int64_t cols, int bm, int bn) {
   return ((rows + bm - 1) / bm) * ((cols + bn - 1) / bn);
 }
@@ -117,7 +132,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
-                          int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192) {
+                          int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
+                          const TileChoice* force = nullptr) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -187,6 +203,14 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192;
     }
   }
+  const bool forced = force != nullptr && valid_tile(*force, all_widths);
+  if (forced) {
+    p.swap_ab = force->swap_ab, p.bm = force->bm, p.bn = force->bn;
+    rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
+    p.splits = std::max(1, std::min(force->splits, k_tiles));
+    pair_rows = force->cluster == 2 && p.bm == 64 && p.splits == 1;
+    max_cluster = force->cluster;
+  }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
   const int64_t tiles_m = (rows + p.bm - 1) / p.bm;
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
@@ -201,7 +225,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
   p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles / p.splits >= kDynamicMinKTiles;
   // Stream-K fill: every tile to stream-K over all SMs (needs the 16-bit-output 128 x 256 kernels).
-  if (stream_k_fill > 0 && all_widths) {
+  if (stream_k_fill > 0 && all_widths && !forced) {
     const bool base_swap = heuristic_swap;
     const int r = base_swap ? N : M, c = base_swap ? M : N;
     const int64_t t256 = plan_tiles(r, c, 128, 256);
