@@ -603,7 +603,7 @@ def test_gemm_bm64(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(200, 8200, 520), (250, 20000, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 20000, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_swap_ab_tma_store(shape, layout, dtype):
     """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the
     transposed TMA-store epilogue (epilogue.cuh kStoreTmaTransposed: each 64x64 staging box holds
@@ -623,9 +623,10 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
                          ids=["200x8200x520", "130x8200x999-fp32out", "300x4000x1000", "500x4000x130-fp32out"])
 def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
     """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroupWidths,
-    gemm_layout WG_ROWS_ = 128): swapped (token and weight tails, odd K) and unswapped, 16-bit
-    output through the TMA-store epilogue (one staging area per strip) and fp32 output from
-    registers, addmm terms, 4 layouts."""
+    gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan.h kUnswapOneWave128) and swapped
+    (fp32 output; 16-bit too under TK_HOPPER_UNSWAP128=0, test_unswap128_off_in_child_process),
+    token and weight tails, odd K, 16-bit output through the TMA-store epilogue (one staging area
+    per strip) and fp32 output from registers, addmm terms, 4 layouts."""
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     if os.environ.get("TK_HOPPER_ONE_WG") in ("0", "2"):
@@ -633,6 +634,14 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
         pytest.skip("TK_HOPPER_ONE_WG turns one-warpgroup 128x128 tiles off")
     assert plan["wg_rows"] == 128 and plan["bm"] == 128 and plan["bn"] == 128, f"shape no longer takes this path: {plan}"
     _check_addmm_case(shape, layout, dtype, out_fp32)
+
+
+@needs_hopper
+def test_unswap128_off_in_child_process():
+    """Swapped one-wave 128x128 plans kept swapped (TK_HOPPER_UNSWAP128=0): the one-warpgroup
+    kernels' transposed TMA-store epilogue, one staging area per strip (200x8200x520)."""
+    out = _pytest_child({"TK_HOPPER_UNSWAP128": "0"}, "test_gemm_one_warpgroup_128x128", timeout=300)
+    assert re.search(r"\b32 passed", out), out[-4000:]
 
 
 @needs_hopper

@@ -617,7 +617,7 @@ def test_stream_k_tail_examples():
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, **kw})
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -627,6 +627,13 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     k_tiles = -(-K // 64)
     # 192-wide tiles (plan.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
     # 128-row, unclustered, never more units than the 256-wide plan's waves allow
+    # one-wave swapped unsplit 128x128 plans (16-bit outputs) run unswapped (kUnswapOneWave128):
+    # the same tiles, nothing else changes
+    un = base(2, unswap128=1)
+    if p["swap_ab"] and (p["bn"], p["splits"]) == (128, 1) and p["units"] <= sms and all_widths:
+        assert un == {**p, "swap_ab": False}
+    else:
+        assert un == p
     w = base(2, bn192=2)
     if w["bn"] == 192:
         assert all_widths and base(2)["bn"] == 256 and w["bm"] == 128 and w["cluster"] == 1
@@ -679,8 +686,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0)
-    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0)
     # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
     one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
     assert b["wg_rows"] == (128 if one_wg else 64)
@@ -704,7 +711,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     t256 = n_tiles(256)
     fill_ok = all_widths and _C.sk_fill_tiles(t256, k_tiles, sms, 16) > 0 and t256 + t256 * k_tiles < 2**31
     for level in (1, 2):
-        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0)
+        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0, unswap128=0)
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,

@@ -113,12 +113,14 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_BN192=0|1|2: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 2);
+  // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped (plan.h kUnswapOneWave128).
+  TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 1);
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill, bm64 == 2, one_wg, bn192, tile ? &*tile : nullptr);
+                           swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

@@ -114,6 +114,13 @@ constexpr int kOneWarpgroupWidths = 1;
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
 constexpr int kWidth192 = 2;
+// 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
+// tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
+// the A operand. H200 A/B (2026-11-25h, TK_HOPPER_TILE=0:128:128:1:1, 3 rounds, us, swapped ->
+// unswapped): 256x8192x8192 56.9 -> 54.9, 192x8192x8192 55.1 -> 54.1, 160x8192x8192 54.4 -> 52.9,
+// 256x8192x4096 31.7 -> 31.0, 128x14336x4096 40.6 -> 40.3, 200x6144x4096 29.7 -> 29.6
+// (TK_HOPPER_UNSWAP128=0 for the swapped plan).
+constexpr int kUnswapOneWave128 = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
@@ -133,7 +140,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
-                          const TileChoice* force = nullptr) {
+                          int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -202,6 +209,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       const int64_t cost = waves(plan_tiles(r, c, 128, 192)) * 192;
       if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192;
     }
+  }
+  // unswap128 (above): same tiles, token tile as A.
+  if (unswap128 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 128 && p.splits == 1 &&
+      plan_tiles(rows, cols, 128, 128) <= num_sms) {
+    p.swap_ab = false;
+    rows = M, cols = N;
   }
   const bool forced = force != nullptr && valid_tile(*force, all_widths);
   if (forced) {
