@@ -5,7 +5,8 @@
 // by a persistent grid of min(units, SMs) CTAs. Choices, measured on an H100/H200 (see
 // benchmarks/NOTES.md):
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
-//    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side.
+//    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side -- except a
+//    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster).
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing.
