@@ -625,8 +625,6 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     rows, cols = (N, M) if p["swap_ab"] else (M, N)
     assert p["bn"] in ((64, 128, 256) if all_widths else (128,))
     k_tiles = -(-K // 64)
-    # 192-wide tiles (plan.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
-    # 128-row, unclustered, never more units than the 256-wide plan's waves allow
     # one-wave swapped unsplit 128x128 plans (16-bit outputs) run unswapped (kUnswapOneWave128):
     # the same tiles, nothing else changes
     un = base(2, unswap128=1)
@@ -634,6 +632,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert un == {**p, "swap_ab": False}
     else:
         assert un == p
+    # 192-wide tiles (plan.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
+    # 128-row, unclustered, the 256-wide plan's splits or none
     w = base(2, bn192=2)
     if w["bn"] == 192:
         assert all_widths and base(2)["bn"] == 256 and w["bm"] == 128 and w["cluster"] == 1
