@@ -769,43 +769,6 @@ def test_ring_staging_in_child_process():
 
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(2100, 2100, 300), (2100, 2101, 1000), (200, 40000, 700), (1100, 4000, 4100)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_gemm_pingpong(shape, layout, dtype):
-    """Ping-pong plans (opt-in TK_HOPPER_PINGPONG=1, or =2 in 2-CTA clusters multicasting the B
-    tile; plan.h kPingPong; test_pingpong_in_child_process runs this under both): two
-    one-warpgroup consumers taking turns over 128x128 units. A static
-    schedule (5 k tiles), the dynamic one with an odd output pitch (the staged copy-out), a
-    swapped plan (transposed TMA store), 2.2 units per CTA with a K tail; tails in M and N,
-    plain GEMM and addmm terms, two poisoned runs bitwise equal."""
-    knob = os.environ.get("TK_HOPPER_PINGPONG")
-    if knob not in ("1", "2"):
-        pytest.skip("runs in a child process with TK_HOPPER_PINGPONG=1|2 (test_pingpong_in_child_process)")
-    M, N, K = shape
-    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    assert plan["pingpong"] and plan["bn"] == 128 and plan["wg_rows"] == 128 and plan["cluster"] == int(knob), \
-        f"shape no longer takes ping-pong: {plan}"
-    a = make_matrix(M, K, dtype, layout[0], device=DEV)
-    b = make_matrix(K, N, dtype, layout[1], device=DEV)
-    with KernelWatch() as w:
-        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
-    w.assert_hopper(1)
-    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} pingpong")
-    _check_addmm_case(shape, layout, dtype, False)
-
-
-@needs_hopper
-@pytest.mark.parametrize("knob", ["1", "2"])
-def test_pingpong_in_child_process(knob):
-    """The ping-pong kernels (TK_HOPPER_PINGPONG=1, =2 clustered): their own cases and the
-    dynamic-schedule shapes (2049x2055x1000, 4097x1100x520: 16-bit outputs re-planned as ping-pong)."""
-    out = _pytest_child({"TK_HOPPER_PINGPONG": knob}, "test_gemm_pingpong or test_gemm_dynamic_schedule", timeout=400)
-    assert re.search(r"\b64 passed", out), out[-4000:]
-
-
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 def test_determinism(dtype):
     M, N, K = 1000, 4095, 1000
     a = make_matrix(M, K, dtype, "n", device=DEV)

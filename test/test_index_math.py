@@ -716,7 +716,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
                          "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False,
-                         "evict_first": p["evict_first"], "wg_rows": 64, "pingpong": False}
+                         "evict_first": p["evict_first"], "wg_rows": 64}
         else:
             assert f == b
 
@@ -725,18 +725,18 @@ def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
-                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64, "pingpong": False}
+                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64, "pingpong": False}
+                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
-                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64, "pingpong": False}
+                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
@@ -849,22 +849,3 @@ def test_plan_forced_tile(M, N, K, tile, want):
     for bad in [(False, 64, 256, 1, 1), (False, 128, 96, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)
-
-
-def test_hopper_plan_pingpong():
-    # opt-in (TK_HOPPER_PINGPONG=1): a multi-wave unclustered, unsplit 128x256 plan whose 128x128
-    # tiles give every CTA at least two units is re-planned as ping-pong 128x128 units
-    assert not _C.hopper_plan(8192, 8192, 8192, 132)["pingpong"]
-    p = _C.hopper_plan(8192, 8192, 8192, 132, pingpong=1)
-    assert p == {**_C.hopper_plan(8192, 8192, 8192, 132), "bn": 128, "units": 4096, "grid": 132, "dynamic": True,
-                 "wg_rows": 128, "pingpong": True}
-    assert _C.hopper_plan(2100, 2100, 300, 132, pingpong=1)["dynamic"] is False  # 5 k tiles: static order
-    # 2: pairs of vertically adjacent tiles in 2-CTA clusters (a unit is the pair)
-    assert _C.hopper_plan(8192, 8192, 8192, 132, pingpong=2) == {**p, "cluster": 2, "units": 2048}
-    assert _C.hopper_plan(2100, 2101, 1000, 132, pingpong=2)["units"] == 9 * 17
-    swapped = _C.hopper_plan(200, 40000, 700, 132, pingpong=1)
-    assert swapped["swap_ab"] and swapped["pingpong"] and swapped["units"] == 313 * 2
-    # fewer than two 128x128 units per CTA, split, clustered or fp32-output plans keep their kernels
-    for args, kw in [((2048, 2048, 4096, 132), {}), ((128, 4096, 14336, 132), {}),
-                     ((8192, 8192, 8192, 132, True, 2), {}), ((8192, 8192, 8192, 132, False), {})]:
-        assert _C.hopper_plan(*args, **kw, pingpong=1) == _C.hopper_plan(*args, **kw)

@@ -118,12 +118,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32) {
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_PINGPONG=0|1|2: multi-wave 128 x 256 plans as ping-pong 128 x 128 units, 2: in 2-CTA
-  // clusters (plan.h kPingPong).
-  TK_KNOB int pingpong = env_int("TK_HOPPER_PINGPONG", hopper::kPingPong, 0, 2);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr, pingpong);
+                           swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

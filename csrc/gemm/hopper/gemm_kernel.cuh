@@ -34,32 +34,19 @@ using namespace kittens::hopper;
 // RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6).
-// PINGPONG_ (with WG_ROWS_ = 128; A/B, GemmPlan::pingpong): two consumer warpgroups, each owning
-// whole 128-row units, take turns: the CTA's units in order alternate between them, and a
-// warpgroup starts its mainloop only once the other has issued all of its previous unit's
-// wgmmas (named barriers ORDER_BARRIER + cw), so one warpgroup's epilogue runs under the other's
-// mainloop instead of idling the tensor pipe.
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, bool PINGPONG_ = false>
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
-  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_ && (CLUSTER_ == 1 || PINGPONG_)),
-                "two strips: 128-row tiles only, clustered only in ping-pong");
+  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
   static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
-  static_assert(!PINGPONG_ || (WG_ROWS_ == 128 && !RING_STAGING_ && sizeof(OutT) == 2),
-                "ping-pong: one-warpgroup 128-row tiles, 16-bit output");
-  static constexpr bool kRingStaging = RING_STAGING_, kPingPong = PINGPONG_;
+  static constexpr bool kRingStaging = RING_STAGING_;
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
-  static constexpr int BM = BM_, BN = BN_, CONSUMERS = PINGPONG_ ? 2 : BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64,
-                       CLUSTER = CLUSTER_, WG_ROWS = WG_ROWS_;
-  // Consumer warps that read (and release) each stage: one warpgroup's in ping-pong, else all.
-  static constexpr int STAGE_READERS = (PINGPONG_ ? 1 : CONSUMERS) * 4;
-  // Named barriers: 1 + strip index (epilogue.cuh), then ping-pong's turn barriers, one per warpgroup.
-  static constexpr int ORDER_BARRIER = 1 + CONSUMERS * STRIPS;
+  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
   using b_tile = st_operand<BN, YMn, CLUSTER>;
   static constexpr int BK = a_tile::kK;
@@ -100,15 +87,7 @@ struct gemm_layout {
   // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
   // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
   // store_unit_tma asserts the multiple).
-  // Ping-pong: one buffer per strip (its epilogue is hidden under the other warpgroup's mainloop,
-  // so waiting on the previous round's TMA read costs little; the ring keeps 6 stages, not 5).
-#ifndef TK_PINGPONG_BUFFERS
-#define TK_PINGPONG_BUFFERS 1
-#endif
-  static constexpr int STAGING_BUFFERS = PINGPONG_                     ? TK_PINGPONG_BUFFERS
-                                         : (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256
-                                         : BN_ == 192                 ? 3
-                                                                      : 2;
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : BN_ == 192 ? 3 : 2;
   static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
   static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
@@ -288,7 +267,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      mbar_init(&empty[s], L::STAGE_READERS * L::CLUSTER);  // one arrival per reading consumer warp of the cluster
+      mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
@@ -407,12 +386,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const uint32_t ring = smem_u32(smem);
     // Only the low word (start address) moves: 32-bit adds, the high word stays constant.
     // The high word (strides, swizzle) does not depend on the start row.
-    // First 64-row strip of the tile this warpgroup owns (ping-pong: the whole tile, from row 0).
-    const int strip0 = L::kPingPong ? 0 : cw * L::STRIPS;
     uint32_t a_lo[L::STRIPS];
 #pragma unroll
-    for (int st = 0; st < L::STRIPS; ++st) a_lo[st] = uint32_t(L::a_tile::desc(ring, (strip0 + st) * 64, 0));
-    const uint32_t a_hi = uint32_t(L::a_tile::desc(ring, strip0 * 64, 0) >> 32);
+    for (int st = 0; st < L::STRIPS; ++st) a_lo[st] = uint32_t(L::a_tile::desc(ring, (cw * L::STRIPS + st) * 64, 0));
+    const uint32_t a_hi = uint32_t(L::a_tile::desc(ring, cw * L::STRIPS * 64, 0) >> 32);
     const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
     const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
     // Staged copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N.
@@ -474,17 +451,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     WorkUnit w_next{};
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
-    // Ping-pong: the ring holds the CTA's units in order, and this warpgroup consumes every other
-    // one; a unit left to the other warpgroup is passed over by counting its k iterations (as
-    // many as its mainloop below runs) and taking the next id.
-    auto pass_unit = [&] {
-      it += uint32_t((kr_next.end - kr_next.begin + L::KT - 1) / L::KT);
-      u = advance(u);
-      more = u < units;
-      if (more) decode(u, in_sk, w_next, kr_next, seg);
-    };
-    if (L::kPingPong && cw == 1 && more) pass_unit();
-    bool first_turn = cw == 0;  // warpgroup 0's first unit starts at once; every other waits its turn
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
       const WorkUnit w = w_next;
@@ -497,9 +463,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       for (int st = 0; st < L::STRIPS; ++st)
 #pragma unroll
         for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
-      // Ping-pong: wait until the other warpgroup has issued its unit's last wgmmas.
-      if (L::kPingPong && !first_turn) named_barrier(L::ORDER_BARRIER + cw, 2 * kWarpgroupThreads);
-      first_turn = false;
       for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
@@ -529,9 +492,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
       more = in_sk ? u > sk_lo : u < units;
       if (more) decode(u, in_sk, w_next, kr_next, seg);
-      // Ping-pong: the next unit is the other warpgroup's; its turn starts now (its wgmmas queue
-      // behind this unit's last ones), and this warpgroup's epilogue runs under them.
-      if (L::kPingPong && more) named_barrier_arrive(L::ORDER_BARRIER + (cw ^ 1), 2 * kWarpgroupThreads);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
 #pragma unroll
@@ -542,8 +502,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // barrier 1 + cs are the strip's). `continue` ends a strip's epilogue.
 #pragma unroll
       for (int st = 0; st < L::STRIPS; ++st) {
-        const int cs = cw * L::STRIPS + st;  // staging buffers and barrier of this warpgroup's strip
-        const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + (strip0 + st) * 64, n0 = w.tile.n * L::BN;
+        const int cs = cw * L::STRIPS + st;
+        const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
         float(&acc)[L::BN / 2] = accs[st];
         uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
         uint32_t my_staging_s = smem_u32(my_staging);
@@ -610,7 +570,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cs);
         }
       }
-      if (L::kPingPong && more) pass_unit();  // the other warpgroup's unit; then this one's next
     }
     if (tc || tc_units) {
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue

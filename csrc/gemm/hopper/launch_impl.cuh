@@ -102,8 +102,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.fused_split && (p.units > p.grid || g.unit_counter == nullptr || L::CONSUMERS > 2))
     return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
   if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
-  if (p.wg_rows != L::WG_ROWS) return "the plan's rows per consumer warpgroup do not match the kernel";
-  if (p.pingpong != L::kPingPong) return "the plan's ping-pong choice does not match the kernel";
+  if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
   if (L::kRingStaging && (p.units > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
@@ -275,15 +274,6 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if constexpr (BN == 256) {
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
-    }
-    if constexpr (BN == 128 && sizeof(OutT) == 2) {
-      // Ping-pong (GemmPlan::pingpong): two one-warpgroup consumers taking turns (gemm_layout),
-      // alone or in 2-CTA clusters multicasting the Y tile.
-      if (g.plan.pingpong && g.plan.wg_rows == 128 && g.plan.sk_tiles == 0) {
-        if (g.plan.cluster == 2)
-          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128, false, true>>(g, op, s);
-        return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, false, true>>(g, op, s);
-      }
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";

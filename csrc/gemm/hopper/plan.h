@@ -43,7 +43,6 @@ struct GemmPlan {
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
   int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
-  bool pingpong;     // wg_rows 128: two such warpgroups taking turns over the units (gemm_layout)
 };
 
 constexpr int kPlanBK = 64;
@@ -123,12 +122,6 @@ constexpr int kWidth192 = 2;
 // 256x8192x4096 31.7 -> 31.0, 128x14336x4096 40.6 -> 40.3, 200x6144x4096 29.7 -> 29.6
 // (TK_HOPPER_UNSWAP128=0 for the swapped plan).
 constexpr int kUnswapOneWave128 = 1;
-// Ping-pong (A/B, TK_HOPPER_PINGPONG=1|2): multi-wave 128 x 256 plans re-planned as 128 x 128
-// units, each run by one of two consumer warpgroups in turn (gemm_layout PINGPONG_), so that one's
-// epilogue hides under the other's mainloop (the cooperative 128 x 256 kernel idles the tensor
-// pipe for ~3% of a K = 4096 unit in its epilogue). Alone (1) these tiles read a third more
-// L2 -> SM bytes per MAC; 2: in 2-CTA clusters multicasting the B tile, as many as 128 x 256.
-constexpr int kPingPong = 0;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
@@ -148,8 +141,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
-                          int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
-                          int pingpong = kPingPong) {
+                          int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -271,19 +263,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
-  // Ping-pong (above): an unclustered, unsplit 128 x 256 plan whose 128 x 128 tiles give every
-  // CTA at least two units.
-  if (pingpong && all_widths && !forced && p.bm == 128 && p.bn == 256 && p.splits == 1 && p.cluster == 1 &&
-      p.sk_tiles == 0 && plan_tiles(rows, cols, 128, 128) >= 2 * int64_t(num_sms)) {
-    const int64_t rt = (rows + 127) / 128, ct = (cols + 127) / 128;
-    p.bn = 128, p.cluster = pingpong >= 2 && rt >= 2 ? 2 : 1;
-    p.units = (rt + p.cluster - 1) / p.cluster * ct;
-    const int64_t slots = std::max(1, num_sms / p.cluster);
-    p.grid = static_cast<int>(p.cluster * std::min<int64_t>(p.units, slots));
-    p.dynamic = allow_dynamic && p.units > p.grid / p.cluster && k_tiles >= kDynamicMinKTiles;
-    p.wg_rows = 128, p.pingpong = true;
-    return p;
-  }
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
   if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
       !p.fused_split && p.units <= p.grid)

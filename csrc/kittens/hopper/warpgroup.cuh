@@ -48,10 +48,4 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrives on named barrier `id` without waiting (PTX bar.arrive): `threads` counts the arriving
-// and the waiting (bar.sync) threads together.
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 }  // namespace kittens::hopper
