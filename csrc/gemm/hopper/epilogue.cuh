@@ -341,7 +341,10 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   using OutT = typename L::out_t;
   const int t = thread_in_warpgroup();
   const uint32_t stage_base = smem_u32(staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES);
-  if constexpr (L::STORE_ROUNDS % L::STAGING_BUFFERS != 0) named_barrier(1 + cw, kWarpgroupThreads);
+  // (Likewise with a single buffer, e.g. TK_STAGING_BUFFERS_256=1: round H rewrites what round
+  // H - 1 copied out.)
+  if constexpr (L::STORE_ROUNDS % L::STAGING_BUFFERS != 0 || L::STAGING_BUFFERS == 1)
+    named_barrier(1 + cw, kWarpgroupThreads);
   stage_round<L, H>(acc, ep, stage_base, row0, n0, M, N);
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;
