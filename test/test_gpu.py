@@ -734,11 +734,11 @@ def test_one_warpgroup_split_k_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(160, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300)],
+@pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
     """128x192 tiles (plan.h kWidth192, default TK_HOPPER_BN192=2): swapped
-    160 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
+    190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
     epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 130
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
@@ -755,6 +755,32 @@ def test_gemm_bn192(shape, layout, dtype):
         out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
     w.assert_hopper(1)
     check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} bn192")
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(320, 8200, 520), (300, 8200, 999), (150, 20000, 256), (150, 16000, 4100),
+                                   (320, 8201, 520)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_bn160(shape, layout, dtype):
+    """128x160 tiles (plan.h kWidth160, swap-AB with a row-major A; a column-major A gets another
+    plan): the tokens on wgmma's n side in 160-wide tiles whose last epilogue round is 32 columns
+    (its own transposed TMA box): two full token tiles (320), a token tail (300: the second tile's
+    Y box holds 140 rows), 157 units on <= 132 CTAs (a CTA's second unit reuses the 3 staging
+    buffers), one wave with a K tail, and an odd output pitch (register stores); weight tails
+    (8200 = 64 x 128 + 8), plain GEMM and addmm terms."""
+    if os.environ.get("TK_HOPPER_BN160", "1") != "1":
+        pytest.skip("TK_HOPPER_BN160 turns 128x160 tiles off")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
+    assert plan["swap_ab"] and plan["bn"] == 160, f"shape no longer takes 128x160 tiles: {plan}"
+    a = make_matrix(M, K, dtype, layout[0], device=DEV)
+    b = make_matrix(K, N, dtype, layout[1], device=DEV)
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
+    w.assert_hopper(1)
+    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} bn160")
     _check_addmm_case(shape, layout, dtype, False)
 
 

@@ -202,9 +202,12 @@ template <class L, int H, bool kHasC, bool kT, bool kStm, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {
   constexpr int kPairs = L::STORE_COLS / 4;  // accumulator pairs (16-bit pairs) per thread and round
+  // A narrow last round (gemm_layout::kPartialRound) holds LAST_COLS columns: fewer registers.
+  constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
+  constexpr int kEndReg = kNarrow ? L::BN / 2 : (H + 1) * L::STORE_COLS / 2;
   const int t = thread_in_warpgroup();
   const auto c = c_rows<kHasC>(ep, t, row0, M);
-  if constexpr (kStm) {
+  if constexpr (kStm && !kNarrow) {
     // 4 stmatrix.x4 per thread and round instead of 16 (or 32) shared stores
     // (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts).
     uint32_t packed[kPairs];
@@ -213,7 +216,7 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
     stmatrix_round<kT>(stage_base, t, packed);
   } else {
 #pragma unroll
-    for (int r = H * L::STORE_COLS / 2; r < (H + 1) * L::STORE_COLS / 2; r += 2)
+    for (int r = H * L::STORE_COLS / 2; r < kEndReg; r += 2)
       sts_pair<L, H, kT>(stage_base, t, r, out_pair<kHasC>(acc, r, ep, c, t, n0, N));
   }
 }
@@ -266,11 +269,14 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   }
 }
 
+// tm_out_tail: the box of a narrow last round (gemm_layout::kPartialRound; transposed only).
 template <class L, int H, bool kT, int R>
 __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
-                                                int M, int N, int cw) {
-  tma_round<L, H, kT>(tm_out, staging, row0, n0, cw,
+                                                const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
+                                                uint32_t staging, int row0, int n0, int M, int N, int cw) {
+  constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
+  static_assert(!kNarrow || kT, "a narrow round is stored through the transposed box only");
+  tma_round<L, H, kT>(kNarrow ? tm_out_tail : tm_out, staging, row0, n0, cw,
                       [&](uint32_t stage_base) { stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N); });
 }
 
@@ -387,13 +393,13 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
 // kEnd < STORE_ROUNDS: rounds [0, kEnd) only (the deferred epilogue's immediate rounds).
 template <class L, bool kT, int kEnd = L::STORE_ROUNDS, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                               const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
-                                               int M, int N, int cw) {
+                                               const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
+                                               uint32_t staging, int row0, int n0, int M, int N, int cw) {
   static_assert(L::STORE_ROUNDS % L::STAGING_BUFFERS == 0 || L::STORE_ROUNDS == 1,
                 "buffer order must run on across units");
   if constexpr (H < kEnd) {
-    store_round_tma<L, H, kT>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
-    store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw);
+    store_round_tma<L, H, kT>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
+    store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
   }
 }
 

@@ -75,7 +75,14 @@ struct gemm_layout {
   // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
   // buffers so that filling one overlaps the TMA read of the other.
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  static constexpr int STORE_COLS = 64, STORE_ROUNDS = BN / STORE_COLS;
+  // A width that is not a multiple of 64 (160) ends in a narrower round of LAST_COLS columns,
+  // stored through its own box (tm_out_tail); such tiles are built for swap-AB plans only (the
+  // transposed box, where the round's columns are the box's outer dimension), with a K-major Y.
+  static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
+  static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
+  static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
+  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && WG_ROWS_ == 64),
+                "narrow last rounds: unclustered two-warpgroup tiles with a K-major Y only");
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
   // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the
@@ -87,7 +94,7 @@ struct gemm_layout {
   // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
   // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
   // store_unit_tma asserts the multiple).
-  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : BN_ == 192 ? 3 : 2;
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : STORE_ROUNDS == 3 ? 3 : 2;
   static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
   static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
@@ -98,13 +105,14 @@ struct gemm_layout {
 #define TK_HELD_ROUNDS 2
 #endif
   // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 ? 0
+  // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
   static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 160 -> 4 (36 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
   // BN 128 -> 8, BN 64 -> 6 (two k tiles per stage, 32 KB).
   static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
   static constexpr int STAGES = kFit < 16 ? kFit : 16;
@@ -185,7 +193,8 @@ __device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, 
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                const __grid_constant__ CUtensorMap tm_out, const __grid_constant__ CUtensorMap tm_a_tail,
+                const __grid_constant__ CUtensorMap tm_out, const __grid_constant__ CUtensorMap tm_out_tail,
+                const __grid_constant__ CUtensorMap tm_a_tail,
                 const __grid_constant__ CUtensorMap tm_b_tail, Epilogue<typename L::out_t> ep, int M, int N, int K,
                 int splits, int store_mode, int group_m, int* unit_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -543,24 +552,30 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
               while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
               if (store_mode == kStoreTma)
-                store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
+                store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
+                                                              M, N, cs);
               else
-                store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
+                store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
+                                                             M, N, cs);
               pack_unit<L>(acc, held, ep, row0, n0, M, N);
               held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
               continue;
             }
           }
-          if (store_mode == kStoreTma) {
-            store_unit_tma<L, false>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
-            continue;
+          // (A narrow last round only in the transposed box: launch_layout gives such tiles no
+          // other staged mode.)
+          if constexpr (!L::kPartialRound) {
+            if (store_mode == kStoreTma) {
+              store_unit_tma<L, false>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+              continue;
+            }
+            if (store_mode == kStoreStaged) {
+              store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
+              continue;
+            }
           }
           if (store_mode == kStoreTmaTransposed) {
-            store_unit_tma<L, true>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs);
-            continue;
-          }
-          if (store_mode == kStoreStaged) {
-            store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
+            store_unit_tma<L, true>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
             continue;
           }
         }

@@ -32,7 +32,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (bn192 below) or 256
+  int bn;        // 64, 128, 160 (bn160 below), 192 (bn192 below) or 256
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -58,7 +58,8 @@ struct TileChoice {
 
 inline bool valid_tile(const TileChoice& t, bool all_widths) {
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
-                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256);
+                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
+                                                   (t.bn == 160 && t.swap_ab && t.cluster == 1));
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
 }
 
@@ -115,6 +116,13 @@ constexpr int kOneWarpgroupWidths = 1;
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
 constexpr int kWidth192 = 2;
+// 128 x 160 tiles (TK_HOPPER_BN160=0|1, default 1; swap-AB with a row-major A only: the dispatcher
+// passes 0 otherwise): up to 320 tokens, an unsplit 128-row plan is re-planned as swapped 128 x 160
+// tiles (the tokens on wgmma's n side, 2 x 160 = 320) when waves x tile width falls by >= 10% --
+// cuBLAS's nvjet_sm90_tst_128x160 on 320x8192x8192 (56.7 us vs our 128 x 192 67.2 us, which
+// compute 384 token rows for 320; 144-160 tokens: 160 columns instead of 192). The last epilogue
+// round is 32 columns wide (its own TMA box, gemm_layout::kPartialRound).
+constexpr int kWidth160 = 1;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
 // the A operand. H200 A/B (2026-11-25h, TK_HOPPER_TILE=0:128:128:1:1, 3 rounds, us, swapped ->
@@ -141,7 +149,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
-                          int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr) {
+                          int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
+                          int bn160 = kWidth160) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -216,6 +225,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       plan_tiles(rows, cols, 128, 128) <= num_sms) {
     p.swap_ab = false;
     rows = M, cols = N;
+  }
+  // bn160 (above): swapped 128 x 160 tiles when waves x tile width falls by at least 10%.
+  if (bn160 && all_widths && M <= 320 && p.bm == 128 && p.splits == 1) {
+    auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
+    const int64_t now = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn;
+    const int64_t t160 = plan_tiles(N, M, 128, 160);
+    if (waves(t160) * 160 * 10 <= now * 9) p.swap_ab = true, rows = N, cols = M, p.bn = 160;
   }
   const bool forced = force != nullptr && valid_tile(*force, all_widths);
   if (forced) {

@@ -22,7 +22,10 @@ struct st_operand {
   // part 0 and multicast; the other parts load nothing.
   static_assert(MnMajor ? ((MN / kBoxInner) % Parts == 0 || MN / kBoxInner < Parts) : MN % (8 * Parts) == 0,
                 "slices must be whole boxes");
-  static_assert(MN % kBoxInner == 0 && MN <= 256, "operand tile rows must be a multiple of 64, at most 256");
+  // K-major tiles: any multiple of 8 rows (whole 8-row swizzle atoms; a 160-row tile is one box);
+  // MN-major ones are whole 64-wide chunks.
+  static_assert((MnMajor ? MN % kBoxInner == 0 : MN % 8 == 0) && MN <= 256,
+                "operand tile rows: a multiple of 64 (MN-major) or 8 (K-major), at most 256");
 
   // Issues the TMA copies of global rows [mn0, mn0+MN) x k [k0, k0+kK) into `dst` (1024-B aligned);
   // with `hint`, under the L2 cache policy `policy`.
