@@ -9,7 +9,8 @@
 //    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster).
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
-//    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing.
+//    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing, and
+//    swapped 160 (kWidth160) for up to 320 tokens.
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
