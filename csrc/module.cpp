@@ -138,14 +138,14 @@ PYBIND11_MODULE(_C, m) {
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
          int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split, bool bm64,
          int stream_k_fill, int one_wg, int bn192, int unswap128, std::optional<std::tuple<bool, int, int, int, int>> tile,
-         int bn160) {
+         int odd_widths, int odd_layouts) {
         std::optional<tk::hopper::TileChoice> t;
         if (tile) t = tk::hopper::TileChoice{std::get<0>(*tile), std::get<1>(*tile), std::get<2>(*tile),
                                              std::get<3>(*tile), std::get<4>(*tile)};
         return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
                                                fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split,
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
-                                               t ? &*t : nullptr, bn160));
+                                               t ? &*t : nullptr, odd_widths, odd_layouts));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
@@ -153,7 +153,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,
       py::arg("one_wg") = tk::hopper::kOneWarpgroupWidths, py::arg("bn192") = tk::hopper::kWidth192,
       py::arg("unswap128") = tk::hopper::kUnswapOneWave128, py::arg("tile") = py::none(),
-      py::arg("bn160") = tk::hopper::kWidth160,
+      py::arg("odd_widths") = tk::hopper::kOddWidths, py::arg("odd_layouts") = 3,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h); `tile` = (swap_ab, bm, bn, splits, cluster) forces a tile "
       "(plan.h TileChoice, the TK_HOPPER_TILE knob).");
   m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit

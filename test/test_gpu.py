@@ -764,14 +764,14 @@ def test_gemm_bn192(shape, layout, dtype):
 @pytest.mark.parametrize("shape", [(320, 8200, 520), (300, 8200, 999), (150, 20000, 256), (150, 16000, 4100),
                                    (320, 8201, 520)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn160(shape, layout, dtype):
-    """128x160 tiles (plan.h kWidth160, swap-AB with a row-major A; a column-major A gets another
-    plan): the tokens on wgmma's n side in 160-wide tiles whose last epilogue round is 32 columns
+    """128x160 tiles (plan.h kOddWidths bit 0, swap-AB with a row-major A; a column-major A gets
+    another plan): the tokens on wgmma's n side in 160-wide tiles whose last epilogue round is 32 columns
     (its own transposed TMA box): two full token tiles (320), a token tail (300: the second tile's
     Y box holds 140 rows), 157 units on <= 132 CTAs (a CTA's second unit reuses the 3 staging
     buffers), one wave with a K tail, and an odd output pitch (register stores); weight tails
     (8200 = 64 x 128 + 8), plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_BN160", "1") != "1":
-        pytest.skip("TK_HOPPER_BN160 turns 128x160 tiles off")
+    if os.environ.get("TK_HOPPER_ODD_WIDTHS", "1") != "1":
+        pytest.skip("TK_HOPPER_ODD_WIDTHS is set to another rule: these shapes may take other widths")
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
     assert plan["swap_ab"] and plan["bn"] == 160, f"shape no longer takes 128x160 tiles: {plan}"
@@ -782,6 +782,42 @@ def test_gemm_bn160(shape, layout, dtype):
     w.assert_hopper(1)
     check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} bn160")
     _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,tile", [((250, 14330, 1000), (False, 112)), ((256, 14400, 520), (False, 112)),
+                                        ((380, 6144, 4100), (False, 144)), ((383, 4099, 1000), (False, 96)),
+                                        ((272, 8200, 520), (True, 144)), ((300, 4096, 1000), (True, 96))],
+                         ids=lambda s: "x".join(map(str, s)) if len(s) == 3 else ("swap" if s[0] else "n") + str(s[1]))
+def test_gemm_odd_widths(shape, tile, layout, dtype):
+    """96/112/144-wide tiles (opt-in TK_HOPPER_ODD_WIDTHS=3, plan.h kOddWidths bit 1;
+    test_odd_widths_in_child_process runs this under it): untransposed, the narrow last round
+    (48 / 16 / 32 columns) copied out by rows after TMA-stored rounds (14400, 6144: 16-B pitch)
+    or every round copied out (14330, 4099: odd pitches); swapped, through the transposed tail
+    box (16 / 32 lines). 256 units on <= 132 CTAs (dynamic schedule), tails in M, N (a Y tail
+    box of 106 rows) and K; the orientation needs a K-major Y, so other layouts get other plans
+    (checked all the same). Plain GEMM and addmm terms."""
+    if os.environ.get("TK_HOPPER_ODD_WIDTHS") != "3":
+        pytest.skip("runs in a child process with TK_HOPPER_ODD_WIDTHS=3 (test_odd_widths_in_child_process)")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    assert (plan["swap_ab"], plan["bn"]) == tile and plan["splits"] == 1, f"shape no longer takes {tile}: {plan}"
+    a = make_matrix(M, K, dtype, layout[0], device=DEV)
+    b = make_matrix(K, N, dtype, layout[1], device=DEV)
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
+    w.assert_hopper(1)
+    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} odd width {tile}")
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
+def test_odd_widths_in_child_process():
+    """The 96/112/144-wide kernels and the unswapped 160-wide plans' rule (TK_HOPPER_ODD_WIDTHS=3)."""
+    out = _pytest_child({"TK_HOPPER_ODD_WIDTHS": "3"}, "test_gemm_odd_widths", timeout=400)
+    assert re.search(r"\b48 passed", out), out[-4000:]
 
 
 @needs_hopper

@@ -617,7 +617,7 @@ def test_stream_k_tail_examples():
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "bn160": 0, **kw})
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -686,8 +686,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, bn160=0)
-    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, bn160=0)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0)
     # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
     one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
     assert b["wg_rows"] == (128 if one_wg else 64)
@@ -711,7 +711,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     t256 = n_tiles(256)
     fill_ok = all_widths and _C.sk_fill_tiles(t256, k_tiles, sms, 16) > 0 and t256 + t256 * k_tiles < 2**31
     for level in (1, 2):
-        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0, unswap128=0, bn160=0)
+        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0, unswap128=0, odd_widths=0)
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
@@ -818,18 +818,18 @@ def test_plan_bn192(M, N, K, bn192, want):
     """plan.h kWidth192 (TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1), and for
     part-filled single waves of unsplit 128x256 tiles when waves x width drops by >= 10% (2, the
     default); 192-wide tiles narrow to 128 (not 96) below one wave; 0: never 192-wide."""
-    base = _C.hopper_plan(M, N, K, 132, bn192=0, bn160=0)
+    base = _C.hopper_plan(M, N, K, 132, bn192=0, odd_widths=0)
     assert base["bn"] != 192
-    assert _C.hopper_plan(M, N, K, 132, bn160=0) == _C.hopper_plan(M, N, K, 132, bn192=2, bn160=0)  # the default
-    p = _C.hopper_plan(M, N, K, 132, bn192=bn192, bn160=0)
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=0) == _C.hopper_plan(M, N, K, 132, bn192=2, odd_widths=0)  # the default
+    p = _C.hopper_plan(M, N, K, 132, bn192=bn192, odd_widths=0)
     if want is None:
         assert p == base
     else:
         assert (p["swap_ab"], p["bn"], p["units"]) == want, p
         assert p["bm"] == 128 and p["cluster"] == 1 and p["sk_tiles"] == 0
-    assert _C.hopper_plan(M, N, K, 132, False, bn192=bn192, bn160=0)["bn"] == 128  # fp32 outputs: 128-wide only
+    assert _C.hopper_plan(M, N, K, 132, False, bn192=bn192, odd_widths=0)["bn"] == 128  # fp32 outputs: 128-wide only
     for rows in (300, 1000, 2000):  # narrowing below one wave: 192 -> 128 -> 64, never 96
-        assert _C.hopper_plan(rows, 160, 1000, 132, bn192=1, bn160=0)["bn"] in (64, 128, 192)
+        assert _C.hopper_plan(rows, 160, 1000, 132, bn192=1, odd_widths=0)["bn"] in (64, 128, 192)
 
 
 @pytest.mark.parametrize("M,N,K,tile,want", [
@@ -851,30 +851,41 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)
 
 
-@pytest.mark.parametrize("M,N,K,want", [
-    # want: (swap_ab, bn, units) with bn160 on; None: the bn160 = 0 plan
-    (320, 8192, 8192, (True, 160, 128)),   # 129 unswapped 128x192 tiles -> 64 x 2 swapped 128x160
-    (272, 8192, 8192, (True, 160, 128)),
-    (160, 28672, 4096, (True, 160, 224)),  # 2 waves of 192-wide -> 2 waves of 160-wide
-    (150, 20000, 256, (True, 160, 157)),
-    (150, 16000, 4100, (True, 160, 125)),  # one wave of 192-wide -> one of 160-wide
-    (256, 8192, 8192, None),     # one-warpgroup 128x128: narrower already
-    (256, 14336, 4096, None),    # 112 x 2 = 224 tiles: two waves of 160 cost more than one of 256
-    (256, 4096, 14336, None),    # split plans: unchanged
-    (384, 6144, 4096, None),     # > 320 tokens
-    (190, 20000, 520, None),     # 314 tiles: three waves
-    (200, 4096, 4096, None),     # 64-row pairs: unchanged
+@pytest.mark.parametrize("M,N,K,want,want3", [
+    # want: (swap_ab, bn, units) by default (odd_widths=1), want3 with odd_widths=3; None: the
+    # odd_widths=0 plan
+    (320, 8192, 8192, (True, 160, 128), (True, 160, 128)),   # 129 unswapped 128x192 -> 64 x 2 swapped 128x160
+    (272, 8192, 8192, (True, 160, 128), (True, 144, 128)),   # cuBLAS: 128x144
+    (160, 28672, 4096, (True, 160, 224), (True, 160, 224)),  # 2 waves of 192-wide -> 2 of 160-wide
+    (150, 20000, 256, (True, 160, 157), (True, 96, 314)),   # 3 waves x 96 < 2 x 160
+    (150, 16000, 4100, (True, 160, 125), (True, 160, 125)),  # one wave of 192-wide -> one of 160-wide
+    (256, 8192, 8192, None, None),     # one-warpgroup 128x128: narrower already
+    (256, 14336, 4096, None, (False, 112, 256)),  # 112 swapped 128x256 -> 2 x 128 unswapped 128x112 (cuBLAS)
+    (256, 4096, 14336, None, None),    # split plans: unchanged
+    (384, 6144, 4096, None, (False, 144, 129)),   # 96 128x192 -> 129 128x144 (cuBLAS: 144 wide)
+    (384, 4096, 4096, None, (False, 96, 129)),    # 96 one-warpgroup 128x128 -> 129 128x96 (cuBLAS: 96 wide)
+    (512, 4096, 4096, None, None),     # 128 tiles of 128x128: nothing narrower fills one wave
+    (640, 8192, 8192, None, None),     # > 512 tokens
+    (190, 20000, 520, None, (True, 96, 314)),  # 160: 314 tiles, 3 waves; 96: 3 waves too, narrower
+    (200, 4096, 4096, None, None),     # 64-row pairs: unchanged
 ])
-def test_plan_bn160(M, N, K, want):
-    """plan.h kWidth160 (TK_HOPPER_BN160): up to 320 tokens, an unsplit 128-row plan becomes swapped
-    128x160 tiles when waves x tile width drops by >= 10%; fp32 outputs keep 128-wide tiles."""
-    base = _C.hopper_plan(M, N, K, 132, bn160=0)
-    assert base["bn"] != 160
-    p = _C.hopper_plan(M, N, K, 132)
-    if want is None:
-        assert p == base
-    else:
-        assert (p["swap_ab"], p["bn"], p["units"]) == want, p
+def test_plan_odd_widths(M, N, K, want, want3):
+    """plan.h kOddWidths (TK_HOPPER_ODD_WIDTHS): for mid-M problems an unsplit 128-row plan takes
+    the 96/112/144/160-wide candidate of least waves x width when that is >= 10% less (bit 0:
+    swapped 160 only, the default; bit 1: the others); an orientation only where its Y is K-major
+    (odd_layouts); fp32 outputs keep 128-wide tiles."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=0)
+    assert base["bn"] in (64, 128, 192, 256)
+    for odd, w in ((1, want), (3, want3)):
+        p = _C.hopper_plan(M, N, K, 132, odd_widths=odd)
+        if w is None:
+            assert p == base
+            continue
+        assert (p["swap_ab"], p["bn"], p["units"]) == w, p
         assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["sk_tiles"] == 0
         assert p["grid"] == min(p["units"], 132)
-    assert _C.hopper_plan(M, N, K, 132, False)["bn"] == 128
+        # the orientation needs its Y K-major: without that layout, no odd width in it
+        q = _C.hopper_plan(M, N, K, 132, odd_widths=odd, odd_layouts=2 if w[0] else 1)
+        assert q["bn"] in (64, 128, 192, 256) or q["swap_ab"] != w[0], q
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=odd, odd_layouts=0) == base
+        assert _C.hopper_plan(M, N, K, 132, False, odd_widths=odd)["bn"] == 128

@@ -81,9 +81,9 @@ std::optional<hopper::TileChoice> tile_knob() {
 
 // plan_gemm (plan.h) under the environment knobs, read once (for A/B measurements; README "GPU
 // check").
-// a_mn: A column-major (M-contiguous); then no 160-wide tiles (swapped, their Y = A^T would be
-// MN-major, which they are not built for).
-hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn = false) {
+// a_mn / b_mn: A column-major / B row-major (MN-contiguous); the odd-width tiles need a K-major Y
+// (A^T swapped, B unswapped), so each orientation only where its Y is (plan.h kOddWidths).
+hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn = false, bool b_mn = false) {
   // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, and since the
   // remote-arrive fix as fast as unclustered ones within the run-to-run spread (H100, 6 NT
   // shapes: 0.98-1.00x torch.mm either way; benchmarks/NOTES.md), so not the default.
@@ -120,12 +120,13 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_BN160=0: no 128 x 160 tiles (plan.h kWidth160).
-  TK_KNOB int bn160 = env_int("TK_HOPPER_BN160", hopper::kWidth160, 0, 1);
+  // TK_HOPPER_ODD_WIDTHS=0..3: tiles 96, 112, 144 or 160 wide (plan.h kOddWidths; 0: none, 1: swapped
+  // 160 only, the default, 3: all).
+  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 3);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr,
-                           a_mn ? 0 : bn160);
+                           odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2));
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"
@@ -176,7 +177,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // it (GemmArgs::dependent), so its launch and prologue overlap that kernel's tail.
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
-  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32, g.a_mn);
+  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32, g.a_mn, g.b_mn);
   // Decode shapes (M <= 8 by default, F.linear's layout) go to the skinny kernel unless the wgmma
   // plan streams in one full unsplit wave (skinny_plan.h); the limit is capped at 16 there, and 0
   // (or less) disables it.

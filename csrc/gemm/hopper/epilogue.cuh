@@ -244,8 +244,10 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   // This buffer is free once the store issued from it kBuffers rounds ago has read it: all store
   // groups but the kBuffers - 1 newest have finished reading. With one round per unit (BN = 64)
   // only buffer 0 is used, and the last store must have read it.
+  // (When the narrow last round is copied out instead -- untransposed, store_round_tma -- fewer
+  // stores than rounds were issued since, so wait for all of them.)
   if (t == 0) {
-    if constexpr (L::STORE_ROUNDS == 1) tma_store_wait_read<0>();
+    if constexpr (L::STORE_ROUNDS == 1 || (L::kPartialRound && !kT)) tma_store_wait_read<0>();
     else tma_store_wait_read<kBuffers - 1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);
@@ -269,13 +271,24 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   }
 }
 
-// tm_out_tail: the box of a narrow last round (gemm_layout::kPartialRound; transposed only).
+template <class L, int H, int R>
+__device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                   uint32_t staging, int row0, int n0, int M, int N, int cw,
+                                                   bool vec);
+
+// A narrow last round (gemm_layout::kPartialRound) goes through tm_out_tail, a transposed box of
+// LAST_COLS lines (its columns are the box's outer dimension); untransposed, where they would be
+// the inner one, it is copied out by rows instead (store_round_staged, 16-B chunks: `vec`, which
+// the TMA store's conditions imply).
 template <class L, int H, bool kT, int R>
 __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                 const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
                                                 uint32_t staging, int row0, int n0, int M, int N, int cw) {
   constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
-  static_assert(!kNarrow || kT, "a narrow round is stored through the transposed box only");
+  if constexpr (kNarrow && !kT) {
+    store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw, true);
+    return;
+  }
   tma_round<L, H, kT>(kNarrow ? tm_out_tail : tm_out, staging, row0, n0, cw,
                       [&](uint32_t stage_base) { stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N); });
 }
@@ -340,13 +353,17 @@ __device__ __forceinline__ void store_held_round(int h, bool transposed, const u
 // suffices: a thread writes round H's buffer only after the barrier of round H - 1, which every
 // thread passes after its earlier reads of that buffer (when the rounds per unit are not a
 // multiple of the buffers -- one round per unit -- a leading barrier covers the previous unit).
+// A narrow last round (gemm_layout::kPartialRound) copies its LAST_COLS columns only; it is also
+// how the TMA-store epilogue stores such a round untransposed (store_unit_tma). `staging`: the
+// strip's staging buffers (shared address).
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw,
+                                                   uint32_t staging, int row0, int n0, int M, int N, int cw,
                                                    bool vec) {
   using OutT = typename L::out_t;
+  constexpr int kCols = L::kPartialRound && H == L::STORE_ROUNDS - 1 ? L::LAST_COLS : L::STORE_COLS;
   const int t = thread_in_warpgroup();
-  const uint32_t stage_base = smem_u32(staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES);
+  const uint32_t stage_base = staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES;
   // (Likewise with a single buffer, e.g. TK_STAGING_BUFFERS_256=1: round H rewrites what round
   // H - 1 copied out.)
   if constexpr (L::STORE_ROUNDS % L::STAGING_BUFFERS != 0 || L::STAGING_BUFFERS == 1)
@@ -355,7 +372,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;
   if (vec) {
-    constexpr int kChunksPerRow = L::STORE_COLS * int(sizeof(OutT)) / 16;
+    constexpr int kChunksPerRow = kCols * int(sizeof(OutT)) / 16;
 #pragma unroll
     for (int i = t; i < 64 * kChunksPerRow; i += kWarpgroupThreads) {
       const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * (16 / int(sizeof(OutT)));
@@ -371,8 +388,8 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   }
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
 #pragma unroll 4
-  for (int i = t; i < 64 * L::STORE_COLS; i += kWarpgroupThreads) {
-    const int r = i / L::STORE_COLS, c = i % L::STORE_COLS;
+  for (int i = t; i < 64 * kCols; i += kWarpgroupThreads) {
+    const int r = i / kCols, c = i % kCols;
     if (row0 + r >= M || c0 + c >= N) continue;
     uint16_t v;
     asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT))) : "memory");
@@ -383,7 +400,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
 template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                   uint8_t* staging, int row0, int n0, int M, int N, int cw, bool vec) {
-  store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw, vec);
+  store_round_staged<L, H>(acc, ep, smem_u32(staging), row0, n0, M, N, cw, vec);
   if constexpr (H + 1 < L::STORE_ROUNDS) store_unit_staged<L, H + 1>(acc, ep, staging, row0, n0, M, N, cw, vec);
 }
 

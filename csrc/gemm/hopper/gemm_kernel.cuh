@@ -75,9 +75,10 @@ struct gemm_layout {
   // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
   // buffers so that filling one overlaps the TMA read of the other.
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  // A width that is not a multiple of 64 (160) ends in a narrower round of LAST_COLS columns,
-  // stored through its own box (tm_out_tail); such tiles are built for swap-AB plans only (the
-  // transposed box, where the round's columns are the box's outer dimension), with a K-major Y.
+  // A width that is not a multiple of 64 (96, 112, 144, 160) ends in a narrower round of
+  // LAST_COLS columns: transposed (swap-AB) through its own TMA box (tm_out_tail: the round's
+  // columns are the box's outer dimension), untransposed copied out by rows (epilogue.cuh
+  // store_round_tma). Built with a K-major Y only (TMA boxes of any multiple of 8 rows).
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
   static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
   static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
@@ -562,17 +563,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
               continue;
             }
           }
-          // (A narrow last round only in the transposed box: launch_layout gives such tiles no
-          // other staged mode.)
-          if constexpr (!L::kPartialRound) {
-            if (store_mode == kStoreTma) {
-              store_unit_tma<L, false>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
-              continue;
-            }
-            if (store_mode == kStoreStaged) {
-              store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
-              continue;
-            }
+          if (store_mode == kStoreTma) {
+            store_unit_tma<L, false>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+            continue;
+          }
+          if (store_mode == kStoreStaged) {
+            store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
+            continue;
           }
           if (store_mode == kStoreTmaTransposed) {
             store_unit_tma<L, true>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);

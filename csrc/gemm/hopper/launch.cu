@@ -11,8 +11,18 @@ const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
     case 64: return launch_family<T, OutT, 64, BM>(g, s);
     case 128: return launch_family<T, OutT, 128, BM>(g, s);
-    case 160:  // 128 x 160 tiles (plan.h bn160): 128-row, swap-AB only
-      if constexpr (BM == 64) return "64-row tiles are built up to 128 columns wide";
+    // Widths that are not a multiple of 64 (plan.h kOddWidths): 128-row tiles, a K-major Y.
+    case 96:
+      if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
+      else return launch_family<T, OutT, 96, BM>(g, s);
+    case 112:
+      if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
+      else return launch_family<T, OutT, 112, BM>(g, s);
+    case 144:
+      if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
+      else return launch_family<T, OutT, 144, BM>(g, s);
+    case 160:
+      if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
       else return launch_family<T, OutT, 160, BM>(g, s);
     case 192:  // 128 x 192 tiles (plan.h bn192): 128-row tiles only
       if constexpr (BM == 64) return "64-row tiles are built up to 128 columns wide";
@@ -21,7 +31,7 @@ const char* by_width(const GemmArgs& g, void* s) {
       // plan.h never pairs 64-row tiles with 256 columns (measured slower): not built.
       if constexpr (BM == 64) return "64-row tiles are built up to 128 columns wide";
       else return launch_family<T, OutT, 256, BM>(g, s);
-    default: return "plan.bn must be 64, 128, 160, 192 or 256";
+    default: return "plan.bn must be 64, 96, 112, 128, 144, 160, 192 or 256";
   }
 }
 

@@ -106,7 +106,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (L::kRingStaging && (p.units > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
-  if (L::kPartialRound && !p.swap_ab) return "tiles of a width that is not a multiple of 64 are built for swap-AB only";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
@@ -157,7 +156,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // experiment and pipeline_trace.py).
   bool tma_store = !copy_store && L::kTmaStore && !split_out && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
-  CUtensorMap tout_tail{};  // a narrow last round's box (gemm_layout::kPartialRound: swap-AB, transposed)
+  CUtensorMap tout_tail{};  // a narrow last round's transposed box (gemm_layout::kPartialRound, swap-AB)
   if (tma_store) {
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS &&
@@ -274,9 +273,10 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no such clustered kernel";
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else if constexpr (BN % 64 != 0) {
-    // 160 wide (plan.h bn160): swap-AB, unclustered, unsplit-or-split, two warpgroups, K-major Y.
+    // 96, 112, 144, 160 wide (plan.h kOddWidths): unclustered, two warpgroups, K-major Y.
     if constexpr (YMn) {
-      return "tiles of a width that is not a multiple of 64 need a K-major Y (swap-AB: a row-major A)";
+      return "tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB, else B "
+             "column-major)";
     } else {
       if (g.plan.cluster != 1 || g.plan.sk_tiles > 0 || g.plan.wg_rows != 64)
         return "tiles of a width that is not a multiple of 64: unclustered two-warpgroup kernels only";

@@ -10,7 +10,7 @@
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing, and
-//    swapped 160 (kWidth160) for up to 320 tokens.
+//    widths that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens).
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
@@ -33,7 +33,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 160 (bn160 below), 192 (bn192 below) or 256
+  int bn;        // 64, 128, 192 (bn192 below), 256, or 96, 112, 144, 160 (odd_widths below)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -117,13 +117,18 @@ constexpr int kOneWarpgroupWidths = 1;
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
 constexpr int kWidth192 = 2;
-// 128 x 160 tiles (TK_HOPPER_BN160=0|1, default 1; swap-AB with a row-major A only: the dispatcher
-// passes 0 otherwise): up to 320 tokens, an unsplit 128-row plan is re-planned as swapped 128 x 160
-// tiles (the tokens on wgmma's n side, 2 x 160 = 320) when waves x tile width falls by >= 10% --
-// cuBLAS's nvjet_sm90_tst_128x160 on 320x8192x8192 (56.7 us vs our 128 x 192 67.2 us, which
-// compute 384 token rows for 320; 144-160 tokens: 160 columns instead of 192). The last epilogue
-// round is 32 columns wide (its own TMA box, gemm_layout::kPartialRound).
-constexpr int kWidth160 = 1;
+// Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 1): for mid-M
+// problems an unsplit 128-row plan is re-planned with the candidate of least waves x tile width
+// when that is at least 10% less, as cuBLAS picks its tiles (H200, torch.profiler: 128x160 at
+// 320x8192x8192, 128x144 at 272 tokens, 144 / 96 weights wide at 384x6144x4096 / 384x4096x4096,
+// 112 at 256x14336x4096). Bit 0: swapped 128 x 160 tiles for up to 320 tokens (2 x 160 on wgmma's
+// n side; measured, default: 320x8192x8192 74.6 -> 68.3 us, 300x14336x4096 92.5 -> 69.8 us,
+// benchmarks/NOTES.md). Bit 1 (written, not yet run on a GPU): also 96, 112, 144 (and 160
+// unswapped) wide, swapped up to 320 tokens or unswapped up to 512. The last epilogue round is
+// narrower (gemm_layout::kPartialRound); the kernels need a K-major Y, so the dispatcher allows
+// an orientation only for its layouts (odd_layouts: bit 0 swapped, i.e. A row-major; bit 1
+// unswapped, i.e. B column-major).
+constexpr int kOddWidths = 1;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
 // the A operand. H200 A/B (2026-11-25h, TK_HOPPER_TILE=0:128:128:1:1, 3 rounds, us, swapped ->
@@ -151,7 +156,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
-                          int bn160 = kWidth160) {
+                          int odd_widths = kOddWidths, int odd_layouts = 3) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -227,12 +232,26 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     p.swap_ab = false;
     rows = M, cols = N;
   }
-  // bn160 (above): swapped 128 x 160 tiles when waves x tile width falls by at least 10%.
-  if (bn160 && all_widths && M <= 320 && p.bm == 128 && p.splits == 1) {
+  // odd_widths (above): the least waves x width among the candidates, if >= 10% below the plan's.
+  if (odd_widths && all_widths && M <= 512 && p.bm == 128 && p.splits == 1) {
     auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
-    const int64_t now = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn;
-    const int64_t t160 = plan_tiles(N, M, 128, 160);
-    if (waves(t160) * 160 * 10 <= now * 9) p.swap_ab = true, rows = N, cols = M, p.bn = 160;
+    int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
+    bool best_swap = p.swap_ab;
+    int best_bn = 0;
+    auto consider = [&](bool swap, int w) {
+      if (!(odd_layouts & (swap ? 1 : 2)) || (swap && M > 320)) return;
+      const int64_t cost = waves(plan_tiles(swap ? N : M, swap ? M : N, 128, w)) * w * 10;
+      if (cost <= best) best = cost - 1, best_swap = swap, best_bn = w;  // - 1: later ties lose
+    };
+    if (odd_widths & 1) consider(true, 160);
+    if (odd_widths & 2)
+      for (const int w : {144, 112, 96})
+        for (const bool swap : {true, false}) consider(swap, w);
+    if ((odd_widths & 2)) consider(false, 160);
+    if (best_bn > 0) {
+      p.swap_ab = best_swap, p.bn = best_bn;
+      rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
+    }
   }
   const bool forced = force != nullptr && valid_tile(*force, all_widths);
   if (forced) {
