@@ -408,7 +408,7 @@ def test_stmatrix_rows_are_16_byte_aligned_and_distinct_banks():
 # ============================================================================ wgmma_acc_coord
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 128, 192, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 96, 112, 128, 144, 160, 192, 256])
 def test_acc_coord_covers_tile_once(n):
     regs = n // 2
     seen = {}
@@ -421,6 +421,18 @@ def test_acc_coord_covers_tile_once(n):
             assert rc not in seen, f"{rc} owned by {seen[rc]} and {(t, r)}"
             seen[rc] = (t, r)
     assert len(seen) == 64 * n
+
+
+@pytest.mark.parametrize("n", [64, 96, 112, 128, 144, 160, 192, 256])
+def test_acc_coord_epilogue_rounds(n):
+    """The epilogue (csrc/gemm/hopper/epilogue.cuh) stores 64-column rounds from accumulator
+    registers [32 H, 32 H + 32), the last round of a width that is not a multiple of 64 from
+    [32 H, n / 2) (gemm_layout::LAST_COLS): those registers hold exactly the round's columns."""
+    rounds = (n + 63) // 64
+    for h in range(rounds):
+        regs = range(32 * h, min(32 * (h + 1), n // 2))
+        cols = {_C.wgmma_acc_coord(t, r)[1] for t in range(128) for r in regs}
+        assert cols == set(range(64 * h, min(64 * (h + 1), n))), (n, h)
 
 
 def test_acc_coord_matches_ptx_figure():
