@@ -851,6 +851,8 @@ def test_plan_bn192(M, N, K, bn192, want):
     (256, 8192, 8192, (True, 128, 256, 1, 2), (True, 128, 256, 1, 2, 32)),  # a swapped pair shares the tokens
     (4096, 4096, 4096, (False, 128, 256, 3, 2), (False, 128, 256, 3, 1, 1536)),  # split: no cluster
     (100, 100, 100, (False, 128, 128, 16, 1), (False, 128, 128, 2, 1, 2)),  # splits <= k tiles
+    (256, 14336, 4096, (False, 128, 112, 1, 1), (False, 128, 112, 1, 1, 256)),  # odd widths, either orientation
+    (272, 8192, 8192, (True, 128, 144, 1, 1), (True, 128, 144, 1, 1, 128)),
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
     """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
@@ -858,8 +860,18 @@ def test_plan_forced_tile(M, N, K, tile, want):
     p = _C.hopper_plan(M, N, K, 132, tile=tile)
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
-    for bad in [(False, 64, 256, 1, 1), (False, 128, 96, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3)]:
+    for bad in [(False, 64, 256, 1, 1), (False, 128, 80, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
+                (False, 128, 112, 1, 2), (False, 64, 96, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
+    # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
+    for swap in (False, True):
+        odd = (swap, 128, 144, 1, 1)
+        for layouts in (0, 1, 2, 3):
+            p = _C.hopper_plan(M, N, K, 132, tile=odd, odd_layouts=layouts)
+            if layouts & (1 if swap else 2):
+                assert (p["swap_ab"], p["bn"]) == (swap, 144), p
+            else:
+                assert p == _C.hopper_plan(M, N, K, 132, odd_layouts=layouts)
     assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)
 
 

@@ -57,10 +57,13 @@ struct TileChoice {
   int bm, bn, splits, cluster;
 };
 
-inline bool valid_tile(const TileChoice& t, bool all_widths) {
+// odd_layouts: as for plan_gemm's odd widths (96, 112, 144, 160: unclustered, and only in an
+// orientation whose Y is K-major).
+inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
+  const bool odd = (t.bn == 96 || t.bn == 112 || t.bn == 144 || t.bn == 160) && t.cluster == 1 &&
+                   (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
-                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
-                                                   (t.bn == 160 && t.swap_ab && t.cluster == 1));
+                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 || odd);
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
 }
 
@@ -253,7 +256,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
     }
   }
-  const bool forced = force != nullptr && valid_tile(*force, all_widths);
+  const bool forced = force != nullptr && valid_tile(*force, all_widths, odd_layouts);
   if (forced) {
     p.swap_ab = force->swap_ab, p.bm = force->bm, p.bn = force->bn;
     rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
