@@ -57,8 +57,9 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("device") = 0, py::arg("out_fp32") = false,
       "The plan the CUDA dispatcher uses for a wgmma-kernel call on `device`: hopper_plan with this "
-      "process's TK_HOPPER_* knobs (read once) and the device's SM count. Skinny-kernel calls "
-      "(hopper_skinny_plan) are decided before it.");
+      "process's TK_HOPPER_* knobs (read once) and the device's SM count, for a row-major A and a "
+      "column-major B (F.linear's layout; other layouts may lose the 96..160-wide tiles, plan.h "
+      "kOddWidths). Skinny-kernel calls (hopper_skinny_plan) are decided before it.");
   m.def("hopper_store_variant", &tk::hopper_store_variant,
         "The 16-bit epilogue's store variant this process uses: 'deferred' (default), 'tma', 'copy' or 'stmatrix' "
         "(TK_HOPPER_STORE, read once).");
