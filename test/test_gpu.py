@@ -491,6 +491,19 @@ def test_shape_and_dtype_errors_on_cuda():
 # ============================================================================ determinism, streams, graphs
 
 
+def _check_gemm_and_addmm(shape, layout, dtype, what):
+    """A plain GEMM (one Hopper call, poisoned twice, bitwise equal) on fresh operands of `layout`
+    against the float64 reference, then _check_addmm_case (16-bit output); `what` names the path."""
+    M, N, K = shape
+    a = make_matrix(M, K, dtype, layout[0], device=DEV)
+    b = make_matrix(K, N, dtype, layout[1], device=DEV)
+    with KernelWatch() as w:
+        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
+    w.assert_hopper(1)
+    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} {what}")
+    _check_addmm_case(shape, layout, dtype, False)
+
+
 def _check_addmm_case(shape, layout, dtype, out_fp32):
     """2 * A @ B + 0.5 * bias on fresh operands of `layout`, twice after poisoning the allocator
     (bitwise equal), on the Hopper kernel, against the float64 reference."""
@@ -749,13 +762,7 @@ def test_gemm_bn192(shape, layout, dtype):
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
     assert plan["bm"] == 128 and plan["bn"] == 192, f"shape no longer takes 128x192 tiles: {plan}"
-    a = make_matrix(M, K, dtype, layout[0], device=DEV)
-    b = make_matrix(K, N, dtype, layout[1], device=DEV)
-    with KernelWatch() as w:
-        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
-    w.assert_hopper(1)
-    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} bn192")
-    _check_addmm_case(shape, layout, dtype, False)
+    _check_gemm_and_addmm(shape, layout, dtype, "bn192")
 
 
 @needs_hopper
@@ -775,13 +782,7 @@ def test_gemm_bn160(shape, layout, dtype):
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
     assert plan["swap_ab"] and plan["bn"] == 160, f"shape no longer takes 128x160 tiles: {plan}"
-    a = make_matrix(M, K, dtype, layout[0], device=DEV)
-    b = make_matrix(K, N, dtype, layout[1], device=DEV)
-    with KernelWatch() as w:
-        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
-    w.assert_hopper(1)
-    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} bn160")
-    _check_addmm_case(shape, layout, dtype, False)
+    _check_gemm_and_addmm(shape, layout, dtype, "bn160")
 
 
 @needs_hopper
@@ -804,13 +805,7 @@ def test_gemm_odd_widths(shape, tile, layout, dtype):
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
     assert (plan["swap_ab"], plan["bn"]) == tile and plan["splits"] == 1, f"shape no longer takes {tile}: {plan}"
-    a = make_matrix(M, K, dtype, layout[0], device=DEV)
-    b = make_matrix(K, N, dtype, layout[1], device=DEV)
-    with KernelWatch() as w:
-        out = run_poisoned(lambda: torch_tk.gemm(a, b), (M, N), dtype)
-    w.assert_hopper(1)
-    check(out, ref64(a, b), TOL[dtype], f"gemm {shape} {_lay(layout)} {dtype} odd width {tile}")
-    _check_addmm_case(shape, layout, dtype, False)
+    _check_gemm_and_addmm(shape, layout, dtype, f"odd width {tile}")
 
 
 @needs_hopper

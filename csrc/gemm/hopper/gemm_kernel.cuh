@@ -16,6 +16,7 @@
 #include "../../kittens/hopper/wgmma_ops.cuh"
 #include "convert.cuh"
 #include "epilogue.cuh"
+#include "gemm_experiments.cuh"
 
 namespace tk::hopper {
 using namespace kittens;
@@ -133,53 +134,6 @@ struct gemm_layout {
   static_assert(STAGES >= 3, "pipeline too shallow");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };
-
-// Stage-removal experiments (benchmarks/ab_env.py; built only with TK_EXPERIMENTS=1, where
-// TK_HOPPER_EXPERIMENT sets them, and the results are then WRONG): drop the epilogue stores or
-// the TMA loads (stages arrive holding stale data), to time what the rest costs. (Skipping the
-// wgmma conditionally made ptxas insert warpgroup.arrive around it, slowing every variant.)
-constexpr int kXpNoStore = 1, kXpNoLoad = 2;
-// kXpBare (with kXpNoLoad): no full/empty barrier traffic at all, the consumers issue their
-// wgmmas back to back over the ring: the mainloop's wgmma rate inside this kernel, to hold
-// against benchmarks/micro/mainloop_rate.cu (one unit per CTA only: the ring is not re-synced).
-constexpr int kXpBare = 32;
-// kXpTrace: in CTAs 0, 1 and the last two, the producer and consumer 0 record the SM clock when
-// each of the first unit's k tiles is issued (empty slot won) and arrives (full wait passed),
-// into ep.trace (TraceRecord[8], printed by the host: launch_impl.cuh). No printf here: any
-// call in the kernel makes ptxas serialize every wgmma of it (C7510, "wgmma pipeline crossing
-// function boundary"), which is how an earlier printf-based trace measured a serialized
-// mainloop (64x64 tile: ~520 cycles per k tile instead of ~130).
-constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
-// kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the point where its k
-// tiles are issued and the next unit is decoded, and its last wgmma's completion.
-constexpr int kXpTraceUnits = 64;
-struct TraceRecord {
-  unsigned long long start_ns, ns;  // globaltimer at the CTA's start; ns and cycles until the end
-  long long cycles;
-  int block, n;
-  unsigned t[kTraceLen];  // clock64 - start, per k tile
-};
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-// Record of role 0 (producer) / 1 (consumer) of this CTA, or nullptr if it is not traced.
-__device__ __forceinline__ TraceRecord* trace_record(void* trace, int role) {
-  const int b = int(blockIdx.x), g = int(gridDim.x);
-  const int slot = b < 2 ? b : b + 2 >= g ? 2 + (b - (g - 2)) : -1;
-  return trace != nullptr && slot >= 0 ? static_cast<TraceRecord*>(trace) + role * 4 + slot : nullptr;
-}
-__device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, int n, unsigned long long g0,
-                                            long long c0) {
-  r->cycles = clock64() - c0;
-  r->ns = global_ns() - g0;  // with the cycles: the SM clock rate
-  r->start_ns = g0;
-  r->block = int(blockIdx.x);
-  r->n = n;
-  for (int i = 0; i < n; ++i) r->t[i] = tr[i];
-}
 
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
 // (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket

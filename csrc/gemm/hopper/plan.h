@@ -57,11 +57,13 @@ struct TileChoice {
   int bm, bn, splits, cluster;
 };
 
-// odd_layouts: as for plan_gemm's odd widths (96, 112, 144, 160: unclustered, and only in an
-// orientation whose Y is K-major).
+// The widths that are not a multiple of 64 (kOddWidths below), built for 128-row tiles.
+inline bool odd_width(int bn) { return bn == 96 || bn == 112 || bn == 144 || bn == 160; }
+
+// odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
+// K-major).
 inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
-  const bool odd = (t.bn == 96 || t.bn == 112 || t.bn == 144 || t.bn == 160) && t.cluster == 1 &&
-                   (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
+  const bool odd = odd_width(t.bn) && t.cluster == 1 && (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 || odd);
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
@@ -250,7 +252,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if (odd_widths & 2)
       for (const int w : {144, 112, 96})
         for (const bool swap : {true, false}) consider(swap, w);
-    if ((odd_widths & 2)) consider(false, 160);
+    if (odd_widths & 2) consider(false, 160);
     if (best_bn > 0) {
       p.swap_ab = best_swap, p.bn = best_bn;
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
