@@ -70,11 +70,10 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
     rc=$?; [ $rc = 124 ] && rc="timeout"
     san="$san memcheck($v)=rc$rc"
   done
-  # the opt-in 96/112/144-wide tiles (256x14400x520: a TMA round then a 48-column round copied out;
-  # 383x4099x520: 96 wide, odd pitch; 190x20000x520: swapped 96, the transposed tail box)
-  TK_HOPPER_ODD_WIDTHS=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+  # 128x144 tiles forced wherever valid (several units per CTA, tails, odd pitches)
+  TK_HOPPER_TILE=0:128:144:1:1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(odd_widths=3)=rc$rc"
+  san="$san memcheck(tile=128x144)=rc$rc"
   # the non-default kernels: full boxes zero-filled past M / N instead of the tail boxes, the
   # skinny kernel's 9..16-token CTAs, two consumer warpgroups on every 128x128 tile, 256-wide
   # tiles where the default takes 192 (160x20000x520)

@@ -765,6 +765,10 @@ def test_gemm_bn192(shape, layout, dtype):
     _check_gemm_and_addmm(shape, layout, dtype, "bn192")
 
 
+def _odd_width_bits():
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "3"))
+
+
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
@@ -777,8 +781,8 @@ def test_gemm_bn160(shape, layout, dtype):
     Y box holds 140 rows), 157 units on <= 132 CTAs (a CTA's second unit reuses the 3 staging
     buffers), one wave with a K tail, and an odd output pitch (register stores); weight tails
     (8200 = 64 x 128 + 8), plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_ODD_WIDTHS", "1") != "1":
-        pytest.skip("TK_HOPPER_ODD_WIDTHS is set to another rule: these shapes may take other widths")
+    if not _odd_width_bits() & 1:
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 160-wide tiles")
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
     assert plan["swap_ab"] and plan["bn"] == 160, f"shape no longer takes 128x160 tiles: {plan}"
@@ -788,31 +792,46 @@ def test_gemm_bn160(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape,tile", [((250, 14330, 1000), (False, 112)), ((256, 14400, 520), (False, 112)),
-                                        ((380, 6144, 4100), (False, 144)), ((383, 4099, 1000), (False, 96)),
-                                        ((272, 8200, 520), (True, 144)), ((300, 4096, 1000), (True, 96))],
-                         ids=lambda s: "x".join(map(str, s)) if len(s) == 3 else ("swap" if s[0] else "n") + str(s[1]))
-def test_gemm_odd_widths(shape, tile, layout, dtype):
-    """96/112/144-wide tiles (opt-in TK_HOPPER_ODD_WIDTHS=3, plan.h kOddWidths bit 1;
-    test_odd_widths_in_child_process runs this under it): untransposed, the narrow last round
-    (48 / 16 / 32 columns) copied out by rows after TMA-stored rounds (14400, 6144: 16-B pitch)
-    or every round copied out (14330, 4099: odd pitches); swapped, through the transposed tail
-    box (16 / 32 lines). 256 units on <= 132 CTAs (dynamic schedule), tails in M, N (a Y tail
-    box of 106 rows) and K; the orientation needs a K-major Y, so other layouts get other plans
-    (checked all the same). Plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_ODD_WIDTHS") != "3":
-        pytest.skip("runs in a child process with TK_HOPPER_ODD_WIDTHS=3 (test_odd_widths_in_child_process)")
+@pytest.mark.parametrize("shape", [(384, 6144, 520), (360, 6150, 520), (380, 6144, 4100)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_bn144(shape, layout, dtype):
+    """Unswapped 128x144 tiles (plan.h kOddWidths bit 1, for a column-major B; other layouts get
+    other plans, checked all the same): the narrow last epilogue round (16 columns) copied out by
+    rows after two TMA-stored rounds (6144: 16-B output pitch) or every round copied out (6150:
+    odd pitch, a 102-column last tile), an M tail (360, 380) and a K tail (4100). Plain GEMM and
+    addmm terms."""
+    if not _odd_width_bits() & 2:
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 144-wide tiles")
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
-    assert (plan["swap_ab"], plan["bn"]) == tile and plan["splits"] == 1, f"shape no longer takes {tile}: {plan}"
-    _check_gemm_and_addmm(shape, layout, dtype, f"odd width {tile}")
+    assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (False, 144, 1), f"shape no longer takes 128x144: {plan}"
+    _check_gemm_and_addmm(shape, layout, dtype, "bn144")
+
+
+_FORCED_144 = "0:128:144:1:1"
 
 
 @needs_hopper
-def test_odd_widths_in_child_process():
-    """The 96/112/144-wide kernels and the unswapped 160-wide plans' rule (TK_HOPPER_ODD_WIDTHS=3)."""
-    out = _pytest_child({"TK_HOPPER_ODD_WIDTHS": "3"}, "test_gemm_odd_widths", timeout=400)
-    assert re.search(r"\b48 passed", out), out[-4000:]
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(500, 8200, 520), (250, 14330, 1000)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_bn144_many_units(shape, layout, dtype):
+    """128x144 tiles forced (TK_HOPPER_TILE; test_bn144_forced_in_child_process runs this under
+    it) where the planner would not take them: 228 / 200 units on <= 132 CTAs (the dynamic
+    schedule: a CTA's second unit reuses the staging buffers), N tails (8200, 14330: odd pitch)."""
+    if os.environ.get("TK_HOPPER_TILE") != _FORCED_144:
+        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={_FORCED_144} (test_bn144_forced_in_child_process)")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
+    assert (plan["swap_ab"], plan["bn"], plan["dynamic"]) == (False, 144, True) and plan["units"] > 132, plan
+    _check_gemm_and_addmm(shape, layout, dtype, "bn144 forced")
+
+
+@needs_hopper
+def test_bn144_forced_in_child_process():
+    """The 144-wide kernels running several units per CTA (TK_HOPPER_TILE forces the tile)."""
+    out = _pytest_child({"TK_HOPPER_TILE": _FORCED_144}, "test_gemm_bn144_many_units", timeout=400)
+    assert re.search(r"\b16 passed", out), out[-4000:]
 
 
 @needs_hopper

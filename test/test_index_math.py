@@ -408,7 +408,7 @@ def test_stmatrix_rows_are_16_byte_aligned_and_distinct_banks():
 # ============================================================================ wgmma_acc_coord
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 96, 112, 128, 144, 160, 192, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 128, 144, 160, 192, 256])
 def test_acc_coord_covers_tile_once(n):
     regs = n // 2
     seen = {}
@@ -423,7 +423,7 @@ def test_acc_coord_covers_tile_once(n):
     assert len(seen) == 64 * n
 
 
-@pytest.mark.parametrize("n", [64, 96, 112, 128, 144, 160, 192, 256])
+@pytest.mark.parametrize("n", [64, 128, 144, 160, 192, 256])
 def test_acc_coord_epilogue_rounds(n):
     """The epilogue (csrc/gemm/hopper/epilogue.cuh) stores 64-column rounds from accumulator
     registers [32 H, 32 H + 32), the last round of a width that is not a multiple of 64 from
@@ -851,7 +851,7 @@ def test_plan_bn192(M, N, K, bn192, want):
     (256, 8192, 8192, (True, 128, 256, 1, 2), (True, 128, 256, 1, 2, 32)),  # a swapped pair shares the tokens
     (4096, 4096, 4096, (False, 128, 256, 3, 2), (False, 128, 256, 3, 1, 1536)),  # split: no cluster
     (100, 100, 100, (False, 128, 128, 16, 1), (False, 128, 128, 2, 1, 2)),  # splits <= k tiles
-    (256, 14336, 4096, (False, 128, 112, 1, 1), (False, 128, 112, 1, 1, 256)),  # odd widths, either orientation
+    (256, 14336, 4096, (False, 128, 144, 1, 1), (False, 128, 144, 1, 1, 200)),  # odd widths, either orientation
     (272, 8192, 8192, (True, 128, 144, 1, 1), (True, 128, 144, 1, 1, 128)),
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
@@ -861,7 +861,7 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
     for bad in [(False, 64, 256, 1, 1), (False, 128, 80, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
-                (False, 128, 112, 1, 2), (False, 64, 96, 1, 1)]:
+                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (False, 64, 144, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
     for swap in (False, True):
@@ -875,32 +875,36 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)
 
 
-@pytest.mark.parametrize("M,N,K,want,want3", [
-    # want: (swap_ab, bn, units) by default (odd_widths=1), want3 with odd_widths=3; None: the
-    # odd_widths=0 plan
+@pytest.mark.parametrize("M,N,K,want1,want3", [
+    # want1: (swap_ab, bn, units) under odd_widths=1 (swapped 160 only), want3 under 3 (the
+    # default: also unswapped 144); None: the odd_widths=0 plan
     (320, 8192, 8192, (True, 160, 128), (True, 160, 128)),   # 129 unswapped 128x192 -> 64 x 2 swapped 128x160
-    (272, 8192, 8192, (True, 160, 128), (True, 144, 128)),   # cuBLAS: 128x144
+    (272, 8192, 8192, (True, 160, 128), (True, 160, 128)),   # (cuBLAS: 128x144; measured as fast)
     (160, 28672, 4096, (True, 160, 224), (True, 160, 224)),  # 2 waves of 192-wide -> 2 of 160-wide
-    (150, 20000, 256, (True, 160, 157), (True, 96, 314)),   # 3 waves x 96 < 2 x 160
+    (150, 20000, 256, (True, 160, 157), (True, 160, 157)),
     (150, 16000, 4100, (True, 160, 125), (True, 160, 125)),  # one wave of 192-wide -> one of 160-wide
+    (320, 6144, 4096, (True, 160, 96), (True, 160, 96)),     # swapped 160 (no padded rows), not 144
+    (384, 6144, 4096, None, (False, 144, 129)),   # 96 128x192 -> 129 128x144, one wave (cuBLAS: 144 wide)
+    (336, 6144, 4096, None, (False, 144, 129)),
+    (384, 14336, 4096, None, None),    # 144 would take 3 waves where 128x256 takes 2
     (256, 8192, 8192, None, None),     # one-warpgroup 128x128: narrower already
-    (256, 14336, 4096, None, (False, 112, 256)),  # 112 swapped 128x256 -> 2 x 128 unswapped 128x112 (cuBLAS)
+    (256, 14336, 4096, None, None),    # 112 swapped 128x256 tiles
     (256, 4096, 14336, None, None),    # split plans: unchanged
-    (384, 6144, 4096, None, (False, 144, 129)),   # 96 128x192 -> 129 128x144 (cuBLAS: 144 wide)
-    (384, 4096, 4096, None, (False, 96, 129)),    # 96 one-warpgroup 128x128 -> 129 128x96 (cuBLAS: 96 wide)
+    (384, 4096, 4096, None, None),     # 96 128x128 tiles
     (512, 4096, 4096, None, None),     # 128 tiles of 128x128: nothing narrower fills one wave
     (640, 8192, 8192, None, None),     # > 512 tokens
-    (190, 20000, 520, None, (True, 96, 314)),  # 160: 314 tiles, 3 waves; 96: 3 waves too, narrower
+    (190, 20000, 520, None, None),     # 160: 314 tiles, 3 waves x 160 > 2 x 192
     (200, 4096, 4096, None, None),     # 64-row pairs: unchanged
 ])
-def test_plan_odd_widths(M, N, K, want, want3):
+def test_plan_odd_widths(M, N, K, want1, want3):
     """plan.h kOddWidths (TK_HOPPER_ODD_WIDTHS): for mid-M problems an unsplit 128-row plan takes
-    the 96/112/144/160-wide candidate of least waves x width when that is >= 10% less (bit 0:
-    swapped 160 only, the default; bit 1: the others); an orientation only where its Y is K-major
-    (odd_layouts); fp32 outputs keep 128-wide tiles."""
+    the 144/160-wide candidate of least waves x width when that is >= 10% less (bit 0: swapped
+    160; bit 1: unswapped 144 in place of an unswapped plan, in as many waves); an orientation
+    only where its Y is K-major (odd_layouts); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=0)
     assert base["bn"] in (64, 128, 192, 256)
-    for odd, w in ((1, want), (3, want3)):
+    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=3)  # the default
+    for odd, w in ((1, want1), (3, want3)):
         p = _C.hopper_plan(M, N, K, 132, odd_widths=odd)
         if w is None:
             assert p == base

@@ -10,7 +10,7 @@
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing, and
-//    widths that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens).
+//    widths that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144).
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
@@ -33,7 +33,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (bn192 below), 256, or 96, 112, 144, 160 (odd_widths below)
+  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160 (odd_widths below)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -58,7 +58,7 @@ struct TileChoice {
 };
 
 // The widths that are not a multiple of 64 (kOddWidths below), built for 128-row tiles.
-inline bool odd_width(int bn) { return bn == 96 || bn == 112 || bn == 144 || bn == 160; }
+inline bool odd_width(int bn) { return bn == 144 || bn == 160; }
 
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
 // K-major).
@@ -122,18 +122,20 @@ constexpr int kOneWarpgroupWidths = 1;
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
 constexpr int kWidth192 = 2;
-// Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 1): for mid-M
+// Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 3): for mid-M
 // problems an unsplit 128-row plan is re-planned with the candidate of least waves x tile width
 // when that is at least 10% less, as cuBLAS picks its tiles (H200, torch.profiler: 128x160 at
-// 320x8192x8192, 128x144 at 272 tokens, 144 / 96 weights wide at 384x6144x4096 / 384x4096x4096,
-// 112 at 256x14336x4096). Bit 0: swapped 128 x 160 tiles for up to 320 tokens (2 x 160 on wgmma's
-// n side; measured, default: 320x8192x8192 74.6 -> 68.3 us, 300x14336x4096 92.5 -> 69.8 us,
-// benchmarks/NOTES.md). Bit 1 (written, not yet run on a GPU): also 96, 112, 144 (and 160
-// unswapped) wide, swapped up to 320 tokens or unswapped up to 512. The last epilogue round is
+// 320x8192x8192, 144 weights wide at 384x6144x4096). H200 A/B, bf16 NT, us (benchmarks/NOTES.md):
+// bit 0: swapped 128 x 160 tiles for up to 320 tokens (2 x 160 on wgmma's n side): 320x8192x8192
+// 74.6 -> 68.3, 300x14336x4096 92.5 -> 69.8; bit 1: unswapped 128 x 144 in place of an unswapped
+// plan in as many waves (329..384 tokens at N = 6144): 384x6144x4096 39.8 -> 37.3 (2026-11-25j).
+// Measured and dropped (2026-11-25j): 96 / 112 wide (384x4096x4096 30.2 -> 31.6, 256x14336x4096
+// 49.4 -> 61.5, 128x14336x4096 41.1 -> 40.0), swapped 144 (272x8192x8192: as 160), and pairs
+// multicasting Y (112: 66.2, 144: 37.0, swapped 160: 68.0 -> 71.4). The last epilogue round is
 // narrower (gemm_layout::kPartialRound); the kernels need a K-major Y, so the dispatcher allows
 // an orientation only for its layouts (odd_layouts: bit 0 swapped, i.e. A row-major; bit 1
 // unswapped, i.e. B column-major).
-constexpr int kOddWidths = 1;
+constexpr int kOddWidths = 3;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
 // the A operand. H200 A/B (2026-11-25h, TK_HOPPER_TILE=0:128:128:1:1, 3 rounds, us, swapped ->
@@ -249,10 +251,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       if (cost <= best) best = cost - 1, best_swap = swap, best_bn = w;  // - 1: later ties lose
     };
     if (odd_widths & 1) consider(true, 160);
-    if (odd_widths & 2)
-      for (const int w : {144, 112, 96})
-        for (const bool swap : {true, false}) consider(swap, w);
-    if (odd_widths & 2) consider(false, 160);
+    // Unswapped 144 (bit 1) only in place of an unswapped plan (not of swapped 160: fewer padded
+    // rows), in as many waves.
+    if ((odd_widths & 2) && !p.swap_ab && best_bn == 0 &&
+        waves(plan_tiles(M, N, 128, 144)) <= waves(plan_tiles(rows, cols, 128, p.bn)))
+      consider(false, 144);
     if (best_bn > 0) {
       p.swap_ab = best_swap, p.bn = best_bn;
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
