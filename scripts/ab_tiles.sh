@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device A/B of forced tiles, one shape at a time (TK_HOPPER_TILE forces every call of a process):
-#   AB_CASES="256x14336x4096:-,0:128:112:1:1,0:128:112:1:2 384x6144x4096:-,0:128:144:1:2" bash scripts/ab_tiles.sh
+#   AB_CASES="384x6144x4096:-,0:128:144:1:1 320x8192x8192:-,1:128:160:1:1,1:128:256:1:2" bash scripts/ab_tiles.sh
 # Each case is SHAPE:TILE,TILE,... ("-" = the planner's own tile); runs scripts/ab_knob.sh per case.
 set -uo pipefail
 for c in ${AB_CASES:?AB_CASES: space list of SHAPE:TILE,...}; do

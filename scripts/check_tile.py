@@ -1,6 +1,6 @@
 """Checks torch_tk.gemm against a float64 reference on a few shapes under the current TK_HOPPER_*
 knobs (e.g. a forced TK_HOPPER_TILE); prints each shape's relative error and the plan it took.
-Usage: TK_HOPPER_TILE=0:128:112:1:2 python3 scripts/check_tile.py 250x14330x1000 256x14400x520"""
+Usage: TK_HOPPER_TILE=0:128:144:1:1 python3 scripts/check_tile.py 250x14330x1000 360x6150x520"""
 import sys
 
 import torch
