@@ -130,7 +130,7 @@ constexpr int kWidth192 = 2;
 // 74.6 -> 68.3, 300x14336x4096 92.5 -> 69.8; bit 1: unswapped 128 x 144 in place of an unswapped
 // plan in as many waves (329..384 tokens at N = 6144): 384x6144x4096 39.8 -> 37.3 (2026-11-25j).
 // Measured and dropped (2026-11-25j): 96 / 112 wide (384x4096x4096 30.2 -> 31.6, 256x14336x4096
-// 49.4 -> 61.5, 128x14336x4096 41.1 -> 40.0), swapped 144 (272x8192x8192: as 160), and pairs
+// 49.4 -> 61.5, 128x14336x4096 41.1 -> 40.0: within the spread), swapped 144 (272x8192x8192: as 160), and pairs
 // multicasting Y (112: 66.2, 144: 37.0, swapped 160: 68.0 -> 71.4). The last epilogue round is
 // narrower (gemm_layout::kPartialRound); the kernels need a K-major Y, so the dispatcher allows
 // an orientation only for its layouts (odd_layouts: bit 0 swapped, i.e. A row-major; bit 1
