@@ -80,6 +80,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));
   m.def("desc_k16_step", &kittens::desc_k16_step, py::arg("mn_major"), py::arg("elem_bytes"));
+  m.def("partial_box_offset", &kittens::partial_box_offset, py::arg("row"), py::arg("col"), py::arg("transposed"));
   m.def("stmatrix_x4_offset", &kittens::stmatrix_x4_offset, py::arg("warp"), py::arg("lane"), py::arg("m"),
         py::arg("transposed"));
   m.def(

@@ -6,6 +6,8 @@
 # Writes $OUT/ncu.txt (or /tmp/tk_ncu/ncu.txt) and prints the key lines of each kernel.
 # NCU_BRIEF=1: a few traffic metrics only (time, DRAM bytes, L2 sectors read by the SMs, L2/DRAM
 # throughput, tensor pipe), one short block per kernel; much faster than the sections.
+# NCU_EXTRA: further ncu arguments for the full-section runs (e.g. "--section MemoryWorkloadAnalysis_Tables");
+# NCU_METRICS: the --metrics list of those runs (default: tensor pipe, L2 hit rate, DRAM bytes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_ncu}
@@ -22,7 +24,8 @@ for s in $SHAPES; do
   fi
   timeout 200 ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
-    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
+    --metrics ${NCU_METRICS:-sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum} \
+    ${NCU_EXTRA:-} \
     python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
   echo "== $s (rc=$?)"
 done

@@ -745,6 +745,16 @@ def test_one_warpgroup_split_k_in_child_process():
 
 
 @needs_hopper
+def test_partial_register_stores_in_child_process():
+    """TK_HOPPER_PARTIAL_TMA=0: split-K partials stored from registers (store_unit; the path that
+    N % 4 != 0 and the fp32-output kernels always take) instead of the staged TMA rounds
+    (store_unit_partial_tma), on the 128x128 and 128x256 split tests."""
+    out = _pytest_child({"TK_HOPPER_PARTIAL_TMA": "0"}, "test_gemm_split_k_128x128 or test_gemm_split_k_wide",
+                        timeout=300)
+    assert re.search(r"\b48 passed", out), out[-4000:]
+
+
+@needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300)],

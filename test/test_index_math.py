@@ -405,6 +405,55 @@ def test_stmatrix_rows_are_16_byte_aligned_and_distinct_banks():
                     assert len({(a // 16) % 8 for a in addr[8 * q: 8 * q + 8]}) == 8
 
 
+# ============================================================================ partial_box_offset
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_partial_box_is_the_tma_box_image(transposed):
+    """Every (row, col) of a 64 x 32 fp32 round lands once, where TMA's SWIZZLE_128B image of the
+    box (untransposed: {32 columns, 64 rows}; transposed: two {32 rows, 32 columns} boxes of 4 KB)
+    has it: CuTe's Swizzle<3,4,3> over the box's dense byte offset."""
+    seen = set()
+    for row in range(64):
+        for col in range(32):
+            off = _C.partial_box_offset(row, col, transposed)
+            if transposed:
+                want = 4096 * (row // 32) + cute_swizzle(col * 128 + (row % 32) * 4)
+            else:
+                want = cute_swizzle(row * 128 + col * 4)
+            assert off == want, (row, col, off, want)
+            seen.add(off)
+    assert len(seen) == 64 * 32 and max(seen) < 8192 and all(o % 4 == 0 for o in seen)
+
+
+def _wavefronts(word_addrs):
+    """Shared-memory wavefronts of one access: the most distinct 4-byte words in any of the 32 banks."""
+    banks = {}
+    for a in word_addrs:
+        banks.setdefault((a // 4) % 32, set()).add(a // 4)
+    return max(len(v) for v in banks.values())
+
+
+def test_partial_staging_stores_are_bank_friendly():
+    """The epilogue's staging stores (epilogue.cuh store_unit_partial_tma) for every warp and
+    register of a round: transposed, one float per lane, conflict-free (one wavefront); untransposed,
+    a float2 per lane (256 B, two wavefronts at best), at most 2-way per half warp."""
+    for h in range(2):
+        for warp in range(4):
+            for r in range(16 * h, 16 * h + 16, 2):
+                coords = [_C.wgmma_acc_coord(32 * warp + lane, r) for lane in range(32)]
+                for e in range(2):  # transposed: the pair's two floats, one store each
+                    addrs = [_C.partial_box_offset(row, col - 32 * h + e, True) for row, col in coords]
+                    assert _wavefronts(addrs) == 1, (h, warp, r, e)
+                for half in range(2):
+                    addrs = []
+                    for row, col in coords[16 * half:16 * half + 16]:
+                        a = _C.partial_box_offset(row, col - 32 * h, False)
+                        assert a % 8 == 0  # st.shared.v2.f32 alignment
+                        addrs += [a, a + 4]
+                    assert _wavefronts(addrs) <= 2, (h, warp, r, half)
+
+
 # ============================================================================ wgmma_acc_coord
 
 

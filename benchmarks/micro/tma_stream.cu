@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 #include "../../csrc/kittens/hopper/cluster.cuh"
 #include "../../csrc/kittens/hopper/gl.cuh"
@@ -187,7 +188,26 @@ static void run(const char* what, const Shape& sh, const void* w, const void* x,
               int(PAIR), CL, S, ctas, us, double(sh.n) * sh.k * 2 / us * 1e-3);
 }
 
-int main() {
+// `stages`: how delivery scales with the bytes a CTA keeps in flight (ring depth), for the
+// swapped 128x256 skinny plan (128 weight rows + all 256 tokens per k tile, one unit per CTA)
+// and cuBLAS's 112x128 2x1 pairs; if the rate follows S - 1 stages in flight (Little's law),
+// operand latency, not bandwidth, bounds these shapes.
+static void stages_sweep(const Shape& sh, const void* w, const void* x) {
+  run<128, 256, false, 1, 2>("swapped 128x256, S 2", sh, w, x);
+  run<128, 256, false, 1, 3>("swapped 128x256, S 3", sh, w, x);
+  run<128, 256, false, 1, 4>("swapped 128x256, S 4 (the GEMM's)", sh, w, x);
+  run<128, 256, false, 2, 4>("  tokens multicast in pairs, S 4", sh, w, x);
+  run<64, 256, false, 1, 3>("64 weight rows + 256 tokens, S 3", sh, w, x);
+  run<64, 256, false, 1, 4>("64 weight rows + 256 tokens, S 4", sh, w, x);
+  run<64, 256, false, 1, 5>("64 weight rows + 256 tokens, S 5", sh, w, x);
+  run<112, 128, true, 2, 4>("112x128 pairs, W multicast, S 4", sh, w, x);
+  run<112, 128, true, 2, 7>("112x128 pairs, W multicast, S 7 (cuBLAS's)", sh, w, x);
+  run<128, 128, true, 1, 4>("M 256: pairs share W, own 128 tokens, S 4", sh, w, x);
+  run<128, 128, true, 1, 6>("M 256: pairs share W, own 128 tokens, S 6", sh, w, x);
+}
+
+int main(int argc, char** argv) {
+  const bool stages = argc > 1 && std::string(argv[1]) == "stages";
   CK(cudaMalloc(&g_flush, kFlushBytes));
   CK(cudaMalloc(&g_sink, 4096 * sizeof(unsigned)));
   const Shape shapes[] = {{4096, 4096}, {8192, 8192}, {14336, 4096}, {4096, 14336}};
@@ -195,11 +215,17 @@ int main() {
   CK(cudaMalloc(&x, size_t(256) * 14336 * 2));
   fill_kernel<<<1024, 256>>>(x, size_t(256) * 14336);
   for (const Shape& sh : shapes) {
+    if (stages && sh.n != 14336 && sh.n != 8192) continue;
     uint16_t* w;
     const size_t wbytes = size_t(sh.n) * sh.k * 2;
     CK(cudaMalloc(&w, wbytes));
     fill_kernel<<<1024, 256>>>(w, size_t(sh.n) * sh.k);
     CK(cudaDeviceSynchronize());
+    if (stages) {
+      stages_sweep(sh, w, x);
+      CK(cudaFree(w));
+      continue;
+    }
     const double ldg = time_us([&] { ldg_kernel<<<132 * 8, 512>>>(reinterpret_cast<const uint4*>(w), wbytes / 16, g_sink); });
     std::printf("%5dx%-6d %-44s %54.2f us %6.0f GB/s\n", sh.n, sh.k, "ld.global.nc v4 over W (reference)", ldg,
                 wbytes / ldg * 1e-3);

@@ -25,6 +25,9 @@ using namespace kittens::hopper;
 // other pitches), or TMA box stores of the transposed tile (swap-AB, 16-bit, 16-B aligned pitch:
 // kernel rows are the output's contiguous index).
 constexpr int kStoreRegisters = 0, kStoreTma = 1, kStoreStaged = 2, kStoreTmaTransposed = 3;
+// Split-K partials through the staging buffers and a 3-D TMA map (store_unit_partial_tma):
+// untransposed, and transposed (swap-AB).
+constexpr int kStorePartialTma = 4, kStorePartialTmaT = 5;
 
 // Kernel-space element (row, col) goes to out[row * o_s0 + col * o_s1] (swap-AB transposes by
 // strides). With splits > 1 and not fused_split the raw fp32 sums go to partial[split * o_split +
@@ -417,6 +420,55 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
   if constexpr (H < kEnd) {
     store_round_tma<L, H, kT>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
     store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
+  }
+}
+
+// Split-K partials (store modes kStorePartialTma / kStorePartialTmaT): the strip's raw fp32 sums
+// in BN / 32 rounds of 64 rows x 32 columns, each written into a staging buffer
+// (kittens::partial_box_offset) and stored by TMA into the partial map {N, M, splits} (the
+// reduction's (m, n) layout; clipped at M and N), in place of store_unit's fragment-order global
+// stores, which took ~15k cycles per 128 x 256 tile at 256x4096x14336 (pipeline_trace.py, H200:
+// ~9 us of the call). `round` counts the warpgroup's rounds across strips and units: round i
+// uses buffer i % STAGING_BUFFERS, free once at most STAGING_BUFFERS - 1 newer stores are pending.
+template <class L, bool kT, int R>
+__device__ __forceinline__ void store_unit_partial_tma(const float (&acc)[R], const CUtensorMap* tm_part,
+                                                       uint32_t staging, int row0, int n0, int split, int cs,
+                                                       uint32_t& round) {
+  static_assert(L::BN % 32 == 0, "partial rounds of 32 columns");
+  const int t = thread_in_warpgroup();
+#pragma unroll
+  for (int h = 0; h < L::BN / 32; ++h, ++round) {
+    const uint32_t buffer = staging + (round % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES;
+    if (t == 0) tma_store_wait_read<L::STAGING_BUFFERS - 1>();
+    named_barrier(1 + cs, kWarpgroupThreads);
+#pragma unroll
+    for (int r = 16 * h; r < 16 * h + 16; r += 2) {  // registers of columns 32h .. 32h + 31
+      const RowCol rc = wgmma_acc_coord(t, r);
+      const uint32_t col = rc.col - 32 * h;
+      if constexpr (kT) {
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(buffer + partial_box_offset(rc.row, col, true)), "f"(acc[r])
+                     : "memory");
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(buffer + partial_box_offset(rc.row, col + 1, true)),
+                     "f"(acc[r + 1])
+                     : "memory");
+      } else {
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(buffer + partial_box_offset(rc.row, col, false)),
+                     "f"(acc[r]), "f"(acc[r + 1])
+                     : "memory");
+      }
+    }
+    fence_proxy_async_smem();
+    named_barrier(1 + cs, kWarpgroupThreads);
+    if (t == 0) {
+      // The map's dims are {n, m, split}: kernel (row, col) is (m, n), or (n, m) under swap-AB.
+      if constexpr (kT) {
+        tma_store_3d(tm_part, buffer, row0, n0 + 32 * h, split);
+        tma_store_3d(tm_part, buffer + 4096, row0 + 32, n0 + 32 * h, split);
+      } else {
+        tma_store_3d(tm_part, buffer, n0 + 32 * h, row0, split);
+      }
+      tma_store_commit();
+    }
   }
 }
 

@@ -409,6 +409,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::kDeferred)
         store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
     };
+    uint32_t partial_round = 0;  // split-K partial rounds stored so far (store_unit_partial_tma)
     int u = first_unit;
     enter_tail(u, in_sk);
     bool more = in_sk ? u > sk_lo : u < units;
@@ -530,6 +531,15 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
         }
+        if constexpr (L::kTmaStore && L::BN % 32 == 0) {
+          if (store_mode == kStorePartialTma || store_mode == kStorePartialTmaT) {
+            if (store_mode == kStorePartialTmaT)
+              store_unit_partial_tma<L, true>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
+            else
+              store_unit_partial_tma<L, false>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
+            continue;
+          }
+        }
         store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
         if (splits > 1 && ep.fused_split) {
           const int tiles = units / splits;  // units are split-major (kittens::work_unit)
@@ -543,7 +553,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
     if constexpr (L::kTmaStore) {
-      if ((store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && thread_in_warpgroup() == 0)
+      if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
         tma_store_wait<0>();  // global writes done before exit
     }
   }

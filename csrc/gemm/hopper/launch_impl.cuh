@@ -164,7 +164,22 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   // Otherwise a 16-bit, untransposed output without partials still goes through the staging
   // buffer and is copied out by rows (coalesced); the rest stores from registers.
+  // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
+  // workspace (epilogue.cuh store_unit_partial_tma) where it is describable: rows of N floats a
+  // multiple of 16 B, a 16-B aligned workspace, whole 32-column rounds, no fused finish (its flags
+  // follow ordinary stores). TK_HOPPER_PARTIAL_TMA=0 (A/B, read once): register stores always.
+  static const bool partial_tma_on = env_flag("TK_HOPPER_PARTIAL_TMA", true);
+  bool partial_tma = split_out && !p.fused_split && partial_tma_on && L::kTmaStore && L::BN % 32 == 0 &&
+                     N % 4 == 0 && reinterpret_cast<uintptr_t>(ep.partial) % 16 == 0;
+  if (partial_tma) {
+    // Box: 32 floats of the contiguous index (n) x 64 (untransposed: m rows) or 32 (swap-AB: m
+    // columns, the strip stored as two boxes of 32 rows) lines.
+    partial_tma = make_tma_desc_3d(&tout, ep.partial, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, uint64_t(N), uint64_t(g.M),
+                                   uint64_t(p.splits), uint64_t(N) * 4, uint64_t(g.M) * uint64_t(N) * 4, 32,
+                                   p.swap_ab ? 32 : 64) == CUDA_SUCCESS;
+  }
   const int store_mode = tma_store ? (p.swap_ab ? kStoreTmaTransposed : kStoreTma)
+                         : partial_tma ? (p.swap_ab ? kStorePartialTmaT : kStorePartialTma)
                          : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
                                                                       : kStoreRegisters;
 

@@ -18,6 +18,15 @@ TK_HD uint32_t swizzle128_offset(uint32_t row, uint32_t byte_in_row) {
   return row * kSwizzleBytes + ((((byte_in_row >> 4) ^ (row & 7u)) & 7u) << 4) + (byte_in_row & 15u);
 }
 
+// fp32 split-K partial staging box (csrc/gemm/hopper/epilogue.cuh store_unit_partial_tma): one
+// round of a 64-row accumulator strip, 32 columns, 8 KB, in 128-B swizzled lines of 32 floats.
+// Untransposed: line = row (the output's rows are kernel rows). Transposed (swap-AB: kernel rows
+// are the output's contiguous index): two 4-KB boxes, rows 0..31 then 32..63, line = column.
+// Warp stores of the accumulator layout hit distinct banks (test_index_math.py).
+TK_HD uint32_t partial_box_offset(uint32_t row, uint32_t col, bool transposed) {
+  return transposed ? (row / 32) * 4096 + swizzle128_offset(col, (row % 32) * 4) : swizzle128_offset(row, col * 4);
+}
+
 // K-major operand tile (rows = M or N, 128 B of K per row: 64 bf16/fp16 elements).
 TK_HD uint32_t kmajor_offset(uint32_t mn, uint32_t k, uint32_t elem_bytes) {
   return swizzle128_offset(mn, k * elem_bytes);

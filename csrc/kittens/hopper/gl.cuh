@@ -56,4 +56,20 @@ inline int make_tma_desc(CUtensorMap* map, const gl2d& g, CUtensorMapDataType dt
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+// 3-D tiled descriptor, 128-B swizzle: dims {inner, mid, outer} elements, line strides in bytes
+// (multiples of 16), box {box_inner, box_mid, 1} (box_inner * elem = 128 B). Out-of-bounds parts
+// of a box are not stored (clipped per dimension). Returns a CUresult.
+inline int make_tma_desc_3d(CUtensorMap* map, const void* ptr, CUtensorMapDataType dtype, uint64_t inner, uint64_t mid,
+                            uint64_t outer, uint64_t mid_stride_bytes, uint64_t outer_stride_bytes, uint32_t box_inner,
+                            uint32_t box_mid) {
+  auto encode = tensor_map_encoder();
+  if (!encode) return CUDA_ERROR_NOT_FOUND;
+  const cuuint64_t dims[3] = {inner, mid, outer};
+  const cuuint64_t strides[2] = {mid_stride_bytes, outer_stride_bytes};
+  const cuuint32_t box[3] = {box_inner, box_mid, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return encode(map, dtype, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
 }  // namespace kittens::hopper

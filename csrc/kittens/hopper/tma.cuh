@@ -61,6 +61,12 @@ __device__ __forceinline__ void tma_store_2d_hint(const CUtensorMap* map, uint32
                ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src_smem), "r"(inner), "r"(outer), "l"(policy)
                : "memory");
 }
+// 3-D box store (coordinates innermost first), e.g. one split's slice of the split-K partials.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src_smem, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src_smem), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Waits until at most N committed store groups still read their shared-memory source.
 template <int N>
