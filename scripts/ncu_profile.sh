@@ -5,9 +5,10 @@
 #   bash scripts/ncu_profile.sh ["MxNxK:LAYOUT ..."]    (default: three large-suite shapes)
 # Writes $OUT/ncu.txt (or /tmp/tk_ncu/ncu.txt) and prints the key lines of each kernel.
 # NCU_BRIEF=1: a few traffic metrics only (time, DRAM bytes, L2 sectors read by the SMs, L2/DRAM
-# throughput, tensor pipe), one short block per kernel; much faster than the sections.
+# throughput, HGMMA count, SM clock), one short block per kernel; much faster than the sections.
+# (sm__pipe_tensor_op_gmma_cycles_active reads "n/a" on the H200 with ncu of CUDA 13.0: not used.)
 # NCU_EXTRA: further ncu arguments for the full-section runs (e.g. "--section MemoryWorkloadAnalysis_Tables");
-# NCU_METRICS: the --metrics list of those runs (default: tensor pipe, L2 hit rate, DRAM bytes).
+# NCU_METRICS: the --metrics list of those runs (default: HGMMA count, SM clock, L2 hit rate, DRAM bytes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_ncu}
@@ -17,17 +18,17 @@ SHAPES=${1:-"8192x8192x8192:NT 8192x57344x8192:NN 8192x4096x4096:NT"}
 for s in $SHAPES; do
   echo "######## $s" >> "$OUT/ncu.txt"
   if [ -n "${NCU_BRIEF:-}" ]; then
-    timeout 200 ncu --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,launch__grid_size \
+    timeout 200 ncu --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_tensor_op_gmma.sum,sm__cycles_elapsed.avg.per_second,launch__grid_size \
       python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
     echo "== $s (rc=$?)"
     continue
   fi
   timeout 200 ncu --profile-from-start off --section SpeedOfLight --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
-    --metrics ${NCU_METRICS:-sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum} \
+    --metrics ${NCU_METRICS:-sm__inst_executed_pipe_tensor_op_gmma.sum,sm__cycles_elapsed.avg.per_second,lts__t_sector_hit_rate.pct,dram__bytes_read.sum} \
     ${NCU_EXTRA:-} \
     python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
   echo "== $s (rc=$?)"
 done
-grep -E "^  [a-z_]|####|gpu__time|dram__|lts__|launch__grid|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
+grep -E "^  [a-z_]|####|gpu__time|dram__|lts__|launch__grid|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|per_second|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
   "$OUT/ncu.txt" | grep -v "^==PROF==" | head -n 150

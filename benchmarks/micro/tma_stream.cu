@@ -15,7 +15,10 @@
 // the ring is compile-time (an earlier runtime-parameter version of this kernel spent ~900 cycles
 // per stage in its producer thread, whatever it loaded, and misled for a while); 2026-11-25e,
 // boxes partly past the tensor (rows zero-filled by TMA) arrive much more slowly than whole ones.
-// Build and run: bash benchmarks/micro/run_tma_stream.sh (H100/H200).
+// 2026-11-25k (`tma_stream stages`): the swapped 128x256 plan's operands (14336x4096 weights, 112
+// CTAs) arrive in 37.9 us at 4 stages, 39.6 at 3, 60.0 at 2: its 4-stage ring is deep enough.
+// Build and run: bash benchmarks/micro/run_tma_stream.sh (H100/H200); `tma_stream stages` runs the
+// ring-depth sweep only.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

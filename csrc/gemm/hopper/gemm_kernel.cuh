@@ -2,7 +2,8 @@
 // One producer warpgroup (a single lane issues TMA) and BM / 64 consumer warpgroups, each owning
 // a 64 x BN strip of the BM x BN output tile; fp32 accumulate; the epilogue (epilogue.cuh) applies
 // the addmm alpha/beta/C terms and stores through swizzled staging boxes and TMA (its last rounds
-// deferred under the next unit's mainloop), or from registers for partials and fp32 outputs.
+// deferred under the next unit's mainloop); split-K partials go out by TMA through the same staging
+// (store_unit_partial_tma), fp32 outputs from registers.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
