@@ -8,7 +8,7 @@ at which the producer won each k tile's empty slot (= issued its TMA loads) and 
 consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
 tile's load latency, the median issue->full latency, the median interval between full tiles,
-and the end (after the epilogue), all in cycles (the first 16 records of each; TK_TRACE_FULL=1:
+and the end (after the epilogue), all in cycles, plus the full gaps' and latencies' p10 / p90 (the first 16 records of each; TK_TRACE_FULL=1:
 all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
 32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
 (the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
@@ -73,6 +73,11 @@ def summarize(text, units=False):
         gaps = [cons[i + 1] - cons[i] for i in range(len(cons) - 2)] or [0]
         print(f"{blk:>5} {starts[blk] - g0:>8} {cons[0]:>8} {statistics.median(lat):>8.0f} "
               f"{statistics.median(gaps):>12.0f} {cons[-2] if len(cons) > 1 else 0:>9} {cons[-1]:>7}")
+        if len(gaps) >= 10 and not units:  # spread: a few slow k tiles or a uniformly slower pace
+            q = statistics.quantiles(gaps, n=10)
+            ql = statistics.quantiles(lat, n=10) if len(lat) >= 10 else [0] * 9
+            print(f"      full gap p10 / p90 {q[0]:.0f} / {q[-1]:.0f}, mean {statistics.fmean(gaps):.0f}; "
+                  f"issue->full latency p10 / p90 {ql[0]:.0f} / {ql[-1]:.0f}")
         show = None if os.environ.get("TK_TRACE_FULL") else 16  # TK_TRACE_FULL=1: every record
         print(f"      issue: {prod[:show]} ...")
         print(f"      full : {cons[:show]} ...")
