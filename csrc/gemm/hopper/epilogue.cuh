@@ -463,7 +463,7 @@ __device__ __forceinline__ void store_unit_partial_tma(const float (&acc)[R], co
       // The map's dims are {n, m, split}: kernel (row, col) is (m, n), or (n, m) under swap-AB.
       if constexpr (kT) {
         tma_store_3d(tm_part, buffer, row0, n0 + 32 * h, split);
-        tma_store_3d(tm_part, buffer + 4096, row0 + 32, n0 + 32 * h, split);
+        tma_store_3d(tm_part, buffer + partial_box_offset(32, 0, true), row0 + 32, n0 + 32 * h, split);  // rows 32..63
       } else {
         tma_store_3d(tm_part, buffer, n0 + 32 * h, row0, split);
       }

@@ -162,8 +162,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS &&
                 (!L::kPartialRound || make_tma_desc(&tout_tail, go, tma_dtype<OutT>(), 64, L::LAST_COLS) == CUDA_SUCCESS);
   }
-  // Otherwise a 16-bit, untransposed output without partials still goes through the staging
-  // buffer and is copied out by rows (coalesced); the rest stores from registers.
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue.cuh store_unit_partial_tma) where it is describable: rows of N floats a
   // multiple of 16 B, a 16-B aligned workspace, whole 32-column rounds, no fused finish (its flags
@@ -178,6 +176,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                                    uint64_t(p.splits), uint64_t(N) * 4, uint64_t(g.M) * uint64_t(N) * 4, 32,
                                    p.swap_ab ? 32 : 64) == CUDA_SUCCESS;
   }
+  // Otherwise a 16-bit, untransposed output without partials still goes through the staging
+  // buffer and is copied out by rows (coalesced); the rest stores from registers.
   const int store_mode = tma_store ? (p.swap_ab ? kStoreTmaTransposed : kStoreTma)
                          : partial_tma ? (p.swap_ab ? kStorePartialTmaT : kStorePartialTma)
                          : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
