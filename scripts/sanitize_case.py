@@ -17,7 +17,8 @@ rounds per unit (TK_HOPPER_BN192=0, the second run: 128x256 tiles); 300x8200x520
 tiles for a row-major A (a 32-column last epilogue round through its own TMA box; a token tail);
 360x6150x520 -> unswapped 128x144 tiles (odd output pitch: every round copied out by rows, the
 last a 16-column one; under TK_HOPPER_TILE=0:128:144:1:1, gpu_check.sh, every shape with a 16-bit
-output takes them where it can: several units per CTA); 120x1000x9000 -> 128x128 tiles split 16 ways (partials through TMA); 150x2100x1000 -> 64x64 tiles in
+output takes them where it can: several units per CTA); 120x1000x9000 -> 128x128 tiles split 16 ways (partials through TMA); 300x1600x8300 -> swapped
+128x192 tiles split 5 ways (plan.h bn192 = 3: a split 128x256 plan re-planned); 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on
@@ -35,7 +36,7 @@ def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
     shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
               (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (300, 4000, 136),
-              (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000))
+              (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000), (300, 1600, 8300))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520))

@@ -616,7 +616,7 @@ def test_gemm_bm64(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 20000, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 33700, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_swap_ab_tma_store(shape, layout, dtype):
     """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the
     transposed TMA-store epilogue (epilogue.cuh kStoreTmaTransposed: each 64x64 staging box holds
@@ -722,9 +722,9 @@ def test_fused_split_k_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(250, 1100, 9001), (200, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(250, 1300, 9001), (200, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_split_k_wide(shape, layout, dtype):
-    """Split-K on swapped 128x256 tiles (14 and 4 splits), or, under TK_HOPPER_ONE_WG bit 3
+    """Split-K on swapped 128x256 tiles (12 and 4 splits), or, under TK_HOPPER_ONE_WG bit 3
     (test_one_warpgroup_split_k_in_child_process), re-planned as 128x128 one-warpgroup tiles with
     fewer splits; tails in M, N and K, addmm terms."""
     M, N, K = shape
@@ -757,17 +757,20 @@ def test_partial_register_stores_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300)],
+@pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
+                                   (300, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
-    """128x192 tiles (plan.h kWidth192, default TK_HOPPER_BN192=2): swapped
+    """128x192 tiles (plan.h kWidth192, default TK_HOPPER_BN192=3): swapped
     190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
     epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 130
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
-    pitch: the staged copy-out epilogue, its 3 buffers reused across units); tails in M, N and K,
-    plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_BN192", "2") != "2":
+    pitch: the staged copy-out epilogue, its 3 buffers reused across units); split 128x256 plans
+    re-planned (300x4100x9000: 66 tiles x 2 splits; 200x6000x16000: swapped 47 x 2 -> unswapped
+    64 x 2), and 380x14300x1000 in 225 tiles instead of 168 of 128x256 (two waves either way);
+    tails in M, N and K, plain GEMM and addmm terms."""
+    if os.environ.get("TK_HOPPER_BN192", "3") != "3":
         pytest.skip("TK_HOPPER_BN192 is set to another rule: these shapes no longer take 128x192 tiles")
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)

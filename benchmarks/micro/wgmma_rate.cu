@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <vector>
 #include <algorithm>
+#include <string>
 #include "../../csrc/kittens/hopper/st.cuh"
 #include "cycles.cuh"
 #include "../../csrc/kittens/hopper/warpgroup.cuh"
@@ -115,12 +116,24 @@ void run_modes(int sms) {
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   printf("%s, %d SMs, %d k tiles (4 x m64nNk16 each) per warpgroup\n", prop.name, sms, kIters);
+  if (argc > 1 && std::string(argv[1]) == "widths") {
+    // The GEMM's tile widths, SS, one accumulator chain (the mainloop's pattern): is the tensor
+    // pipe's time per wgmma proportional to N for widths that are not a power of two?
+    for (int wgs = 1; wgs <= 2; ++wgs) {
+      run<128, false, kChain>(sms, wgs);
+      run<144, false, kChain>(sms, wgs);
+      run<160, false, kChain>(sms, wgs);
+      run<192, false, kChain>(sms, wgs);
+      run<256, false, kChain>(sms, wgs);
+    }
+    return 0;
+  }
   run_modes<64, false>(sms);
   run_modes<64, true>(sms);
   run_modes<128, false>(sms);

@@ -112,9 +112,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // warpgroup (plan.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
   // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits); 0: none.
   TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 15);
-  // TK_HOPPER_BN192=0|1|2: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
-  // for part-filled single waves of 128 x 256 tiles).
-  TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 2);
+  // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
+  // for part-filled single waves of 128 x 256 tiles, 3 also for split 128 x 256 plans).
+  TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 3);
   // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped (plan.h kUnswapOneWave128).
   TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 1);
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile

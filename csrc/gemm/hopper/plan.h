@@ -121,7 +121,8 @@ constexpr int kOneWarpgroupWidths = 1;
 // unswapped 128x192 tiles). H200 A/B, bf16 NT, us (2026-11-25h, benchmarks/NOTES.md), 0 -> 2:
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
-constexpr int kWidth192 = 2;
+// bn192 = 3: also split 128 x 256 plans re-planned as 128 x 192 (rule below, bn192 = 3 block).
+constexpr int kWidth192 = 3;
 // Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 3): for mid-M
 // problems an unsplit 128-row plan is re-planned with the candidate of least waves x tile width
 // when that is at least 10% less, as cuBLAS picks its tiles (H200, torch.profiler: 128x160 at
@@ -222,15 +223,34 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const int s128 = splits_for(plan_tiles(rows, cols, 128, 128));
     if (s128 < p.splits) p.bn = 128, p.splits = s128;
   }
-  // bn192 = 2 (above): waves x tile width, the 256-wide plan kept unless 10% dearer.
+  // bn192 = 2 (above): waves x tile width, the 256-wide plan kept unless 10% dearer; 3: in any
+  // number of waves up to M = 1024 (measured at 384 and 640 tokens: 384x14336x4096, 168 tiles of
+  // 128 x 256 in 2 waves -> 225 of 128 x 192, 95 -> 79 us; not yet past that).
   if (bn192 >= 2 && all_widths && p.bm == 128 && p.bn == 256 && p.splits == 1 &&
-      plan_tiles(rows, cols, 128, 256) < num_sms) {
+      ((bn192 >= 3 && M <= 1024) || plan_tiles(rows, cols, 128, 256) < num_sms)) {
     auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
     int64_t best = waves(plan_tiles(rows, cols, 128, 256)) * 256 * 9 / 10;
     for (const bool swap_192 : {p.swap_ab, !p.swap_ab}) {
       const int r = swap_192 ? N : M, c = swap_192 ? M : N;
       const int64_t cost = waves(plan_tiles(r, c, 128, 192)) * 192;
       if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192;
+    }
+  }
+  // bn192 = 3 (above): a split 128 x 256 plan (fewer tiles than SMs, K past the narrowing
+  // bound) re-planned as 128 x 192 tiles with their own splits, in whichever orientation needs
+  // >= 10% less waves x width x k tiles per unit (384x4096x14336: 48 tiles x 2 splits -> 66 x 2,
+  // a quarter less work per SM).
+  if (bn192 >= 3 && all_widths && p.bm == 128 && p.bn == 256 && p.splits > 1) {
+    auto work = [&](int64_t t, int bn, int s) {
+      return (t * s + num_sms - 1) / num_sms * bn * ((k_tiles + s - 1) / s);
+    };
+    int64_t best = work(plan_tiles(rows, cols, 128, 256), 256, p.splits) * 9 / 10;
+    for (const bool swap_192 : {p.swap_ab, !p.swap_ab}) {
+      const int r = swap_192 ? N : M, c = swap_192 ? M : N;
+      const int64_t t = plan_tiles(r, c, 128, 192);
+      const int s = splits_for(t);
+      const int64_t cost = work(t, 192, s);
+      if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192, p.splits = s;
     }
   }
   // unswap128 (above): same tiles, token tile as A.
