@@ -616,7 +616,7 @@ def test_gemm_bm64(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 33700, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 33696, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_swap_ab_tma_store(shape, layout, dtype):
     """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the
     transposed TMA-store epilogue (epilogue.cuh kStoreTmaTransposed: each 64x64 staging box holds
