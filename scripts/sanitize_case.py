@@ -18,7 +18,8 @@ tiles for a row-major A (a 32-column last epilogue round through its own TMA box
 360x6150x520 -> unswapped 128x144 tiles (odd output pitch: every round copied out by rows, the
 last a 16-column one; under TK_HOPPER_TILE=0:128:144:1:1, gpu_check.sh, every shape with a 16-bit
 output takes them where it can: several units per CTA); 120x1000x9000 -> 128x128 tiles split 16 ways (partials through TMA); 300x1600x8300 -> swapped
-128x192 tiles split 5 ways (plan.h bn192 = 3: a split 128x256 plan re-planned); 150x2100x1000 -> 64x64 tiles in
+128x160 tiles split 5 ways for a row-major A, 128x192 x 5 for a column-major one (plan.h bn192 = 3:
+a split 128x256 plan re-planned); 150x2100x1000 -> 64x64 tiles in
 2-CTA clusters multicasting the B tile (3 row tiles: the last pair's second CTA is past M); full
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on

@@ -758,7 +758,7 @@ def test_partial_register_stores_in_child_process():
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
-                                   (300, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
+                                   (330, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
     """128x192 tiles (plan.h kWidth192, default TK_HOPPER_BN192=3): swapped
@@ -767,7 +767,7 @@ def test_gemm_bn192(shape, layout, dtype):
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
     pitch: the staged copy-out epilogue, its 3 buffers reused across units); split 128x256 plans
-    re-planned (300x4100x9000: 66 tiles x 2 splits; 200x6000x16000: swapped 47 x 2 -> unswapped
+    re-planned (330x4100x9000: 66 tiles x 2 splits; 200x6000x16000: swapped 47 x 2 -> unswapped
     64 x 2), and 380x14300x1000 in 225 tiles instead of 168 of 128x256 (two waves either way);
     tails in M, N and K, plain GEMM and addmm terms."""
     if os.environ.get("TK_HOPPER_BN192", "3") != "3":
@@ -786,14 +786,15 @@ def _odd_width_bits():
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(320, 8200, 520), (300, 8200, 999), (150, 20000, 256), (150, 16000, 4100),
-                                   (320, 8201, 520)], ids=lambda s: "x".join(map(str, s)))
+                                   (320, 8201, 520), (300, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn160(shape, layout, dtype):
     """128x160 tiles (plan.h kOddWidths bit 0, swap-AB with a row-major A; a column-major A gets
     another plan): the tokens on wgmma's n side in 160-wide tiles whose last epilogue round is 32 columns
     (its own transposed TMA box): two full token tiles (320), a token tail (300: the second tile's
     Y box holds 140 rows), 157 units on <= 132 CTAs (a CTA's second unit reuses the 3 staging
-    buffers), one wave with a K tail, and an odd output pitch (register stores); weight tails
-    (8200 = 64 x 128 + 8), plain GEMM and addmm terms."""
+    buffers), one wave with a K tail, and an odd output pitch (register stores); 300x4100x9000 split
+    2 ways (plan.h bn192 = 3: fp32 partials through 5 TMA rounds of 32 columns, the reduction);
+    weight tails (8200 = 64 x 128 + 8), plain GEMM and addmm terms."""
     if not _odd_width_bits() & 1:
         pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 160-wide tiles")
     M, N, K = shape

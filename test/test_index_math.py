@@ -902,6 +902,25 @@ def test_plan_bn192(M, N, K, bn192, want):
         assert _C.hopper_plan(rows, 160, 1000, 132, bn192=1, odd_widths=0)["bn"] in (64, 128, 192)
 
 
+@pytest.mark.parametrize("M,N,K,want", [
+    # (swap_ab, bn, splits, units) of the default plan
+    (320, 4096, 14336, (True, 160, 2, 128)),   # 48 128x256 x 2 -> 64 swapped 128x160 x 2
+    (300, 4100, 9000, (True, 160, 2, 132)),
+    (330, 4100, 9000, (False, 192, 2, 132)),   # > 320 tokens: 128x192
+    (256, 4096, 14336, (True, 256, 4, 128)),   # 160 would need 2 x 56 k tiles per SM: unchanged
+])
+def test_plan_split_160(M, N, K, want):
+    """plan.h bn192 = 3 with odd_widths bit 0: a split 128x256 plan of up to 320 tokens takes
+    swapped 128x160 tiles with their own splits when they do the least work per SM; only for a
+    row-major A (odd_layouts bit 0), else the 128x192 candidate."""
+    p = _C.hopper_plan(M, N, K, 132)
+    assert (p["swap_ab"], p["bn"], p["splits"], p["units"]) == want, p
+    if want[1] == 160:
+        q = _C.hopper_plan(M, N, K, 132, odd_layouts=2)  # column-major A
+        assert q["bn"] == 192 and q["splits"] > 1, q
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=0)["bn"] == 192
+
+
 @pytest.mark.parametrize("M,N,K,tile,want", [
     # tile = (swap_ab, bm, bn, splits, cluster); want = (swap_ab, bm, bn, splits, cluster, units)
     (256, 4096, 14336, (False, 128, 128, 2, 1), (False, 128, 128, 2, 1, 128)),
