@@ -121,7 +121,11 @@ constexpr int kOneWarpgroupWidths = 1;
 // unswapped 128x192 tiles). H200 A/B, bf16 NT, us (2026-11-25h, benchmarks/NOTES.md), 0 -> 2:
 // 160x28672x4096 94.6 -> 83.8, 192x14336x4096 48.5 -> 45.6, 256x11008x4096 47.4 -> 40.4,
 // 512x6144x4096 47.1 -> 40.5, 320x8192x8192 88.3 -> 74.1, 176x4096x14336 (4 K splits) 55.4 -> 50.8.
-// bn192 = 3: also split 128 x 256 plans re-planned as 128 x 192 (rule below, bn192 = 3 block).
+// bn192 = 3 (the default): also split 128 x 256 plans re-planned by waves x width x k tiles per
+// unit (128 x 192, or swapped 128 x 160 up to 320 tokens), and unsplit ones in any number of waves
+// up to 1024 tokens. H200 A/B, us, 2 -> 3 (benchmarks/results/h200_2026-11-26_plan_ab.txt):
+// 384x4096x14336 86.8 -> 74.4, 384x4096x28672 161 -> 143, 256x6144x16384 102 -> 92,
+// 320x4096x14336 72.0 -> 66.8 (160 wide), 384x14336x4096 95.3 -> 78.9, 640x8192x8192 175 -> 141.
 constexpr int kWidth192 = 3;
 // Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 3): for mid-M
 // problems an unsplit 128-row plan is re-planned with the candidate of least waves x tile width
