@@ -9,8 +9,9 @@
 //    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster).
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
-//    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing, and
-//    widths that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144).
+//    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing or the
+//    work per SM (waves x width x k tiles per unit: split and 1-2-wave mid-M plans), and widths
+//    that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144).
 //  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
 //    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
