@@ -228,12 +228,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const int s128 = splits_for(plan_tiles(rows, cols, 128, 128));
     if (s128 < p.splits) p.bn = 128, p.splits = s128;
   }
+  // Waves of `t` units on the grid (the re-plans below compare waves x width).
+  auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
   // bn192 = 2 (above): waves x tile width, the 256-wide plan kept unless 10% dearer; 3: in any
   // number of waves up to M = 1024 (measured at 384 and 640 tokens: 384x14336x4096, 168 tiles of
   // 128 x 256 in 2 waves -> 225 of 128 x 192, 95 -> 79 us; not yet past that).
   if (bn192 >= 2 && all_widths && p.bm == 128 && p.bn == 256 && p.splits == 1 &&
       ((bn192 >= 3 && M <= 1024) || plan_tiles(rows, cols, 128, 256) < num_sms)) {
-    auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
     int64_t best = waves(plan_tiles(rows, cols, 128, 256)) * 256 * 9 / 10;
     for (const bool swap_192 : {p.swap_ab, !p.swap_ab}) {
       const int r = swap_192 ? N : M, c = swap_192 ? M : N;
@@ -246,25 +247,22 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // >= 10% less waves x width x k tiles per unit (384x4096x14336: 48 tiles x 2 splits -> 66 x 2,
   // a quarter less work per SM: 86.8 -> 74.4 us, H200).
   if (bn192 >= 3 && all_widths && p.bm == 128 && p.bn == 256 && p.splits > 1) {
-    auto work = [&](int64_t t, int bn, int s) {
-      return (t * s + num_sms - 1) / num_sms * bn * ((k_tiles + s - 1) / s);
-    };
+    auto work = [&](int64_t t, int bn, int s) { return waves(t * s) * bn * ((k_tiles + s - 1) / s); };
     int64_t best = work(plan_tiles(rows, cols, 128, 256), 256, p.splits) * 9 / 10;
-    for (const bool swap_192 : {p.swap_ab, !p.swap_ab}) {
-      const int r = swap_192 ? N : M, c = swap_192 ? M : N;
-      const int64_t t = plan_tiles(r, c, 128, 192);
+    // A candidate tile (its own splits) replaces the plan if it needs less work per SM than `best`.
+    auto consider = [&](bool swap, int bn) {
+      const int r = swap ? N : M, c = swap ? M : N;
+      const int64_t t = plan_tiles(r, c, 128, bn);
       const int s = splits_for(t);
-      const int64_t cost = work(t, 192, s);
-      if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192, p.splits = s;
-    }
+      const int64_t cost = work(t, bn, s);
+      if (cost < best) best = cost, p.swap_ab = swap, rows = r, cols = c, p.bn = bn, p.splits = s;
+    };
+    const bool swap0 = p.swap_ab;
+    consider(swap0, 192);
+    consider(!swap0, 192);
     // Or swapped 128 x 160 tiles (odd_widths bit 0, for a row-major A: odd_layouts bit 0) up to 320
     // tokens: 320x4096x14336, 64 tiles x 2 splits instead of 66 of 128 x 192 x 2: 72.1 -> 67.1 us.
-    if ((odd_widths & 1) && (odd_layouts & 1) && M <= 320) {
-      const int64_t t = plan_tiles(N, M, 128, 160);
-      const int s = splits_for(t);
-      const int64_t cost = work(t, 160, s);
-      if (cost < best) best = cost, p.swap_ab = true, rows = N, cols = M, p.bn = 160, p.splits = s;
-    }
+    if ((odd_widths & 1) && (odd_layouts & 1) && M <= 320) consider(true, 160);
   }
   // unswap128 (above): same tiles, token tile as A.
   if (unswap128 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 128 && p.splits == 1 &&
@@ -274,7 +272,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   // odd_widths (above): the least waves x width among the candidates, if >= 10% below the plan's.
   if (odd_widths && all_widths && M <= 512 && p.bm == 128 && p.splits == 1) {
-    auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
     bool best_swap = p.swap_ab;
     int best_bn = 0;
