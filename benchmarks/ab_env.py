@@ -10,8 +10,8 @@ modified runs give WRONG results, so the hooks are not in a normal build):
 
 Default variants: stage removal, TK_HOPPER_EXPERIMENT = 0 (full), 1 (no epilogue stores),
 2 (no TMA loads: shared memory holds stale data, so the wgmma power differs), 3 (no loads, no
-stores). With --clocks it samples SM clock and power (nvidia-smi) while each of
-torch.mm and the first variant runs for ~1.5 s. Times are medians of 3 interleaved rounds.
+stores). With --clocks it samples SM clock and power (nvidia-smi) and the time per call while
+torch.mm and each variant in turn run back to back for ~1.5 s. Times are medians of 3 interleaved rounds.
 """
 import argparse
 import os
@@ -58,17 +58,21 @@ def with_env(env, keys, fn):
 
 
 def sample_clocks(fn, seconds=1.5):
-    """Median SM clock (MHz) and power (W) from nvidia-smi while fn runs back to back."""
+    """Median SM clock (MHz) and power (W) from nvidia-smi while fn runs back to back (no L2
+    flush), the sustained time per call (s) over that run and the most frequent clock event reason
+    mask (nvidia-smi clocks_throttle_reasons.active)."""
     samples = []
+    reasons = {}  # nvidia-smi's clock event reason masks (0x4 SW power cap, 0x80 HW power brake, ...)
     stop = threading.Event()
 
     def poll():
         while not stop.is_set():
-            r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"],
-                               capture_output=True, text=True)
+            r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active",
+                                "--format=csv,noheader,nounits"], capture_output=True, text=True)
             try:
-                c, p = r.stdout.strip().split(",")
+                c, p, why = r.stdout.strip().split(",")
                 samples.append((float(c), float(p)))
+                reasons[why.strip()] = reasons.get(why.strip(), 0) + 1
             except ValueError:
                 pass
             time.sleep(0.1)
@@ -78,17 +82,21 @@ def sample_clocks(fn, seconds=1.5):
     th = threading.Thread(target=poll)
     th.start()
     t0 = time.time()
+    calls = 0
     while time.time() - t0 < seconds:
         for _ in range(20):
             fn()
         torch.cuda.synchronize()
+        calls += 20
+    per_call = (time.time() - t0) / calls
     stop.set()
     th.join()
     samples = sorted(samples)
     if not samples:
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), per_call, ""
     mid = samples[len(samples) // 2]
-    return mid[0], sorted(p for _, p in samples)[len(samples) // 2]
+    why = max(reasons, key=reasons.get) if reasons else ""
+    return mid[0], sorted(p for _, p in samples)[len(samples) // 2], per_call, why
 
 
 def main(argv):
@@ -115,11 +123,12 @@ def main(argv):
                 t[k].append(bench(fn))
         med = {k: sorted(v)[1] for k, v in t.items()}
         clk = ""
-        if args.clocks:
-            first = next(iter(variants))
-            cm = sample_clocks(fns["torch.mm"])
-            ck = sample_clocks(fns[first])
-            clk = f"{cm[0]:.0f}/{ck[0]:.0f} MHz, {cm[1]:.0f}/{ck[1]:.0f} W"
+        if args.clocks:  # sustained: MHz, W, us per call and mJ per call, each fn in turn
+            parts = []
+            for k, fn in fns.items():
+                c, w, s, why = sample_clocks(fn)
+                parts.append(f"{k} {c:.0f} MHz {w:.0f} W {s * 1e6:.0f} us {w * s * 1e3:.2f} mJ ({why})")
+            clk = "; ".join(parts)
         for k in keys:
             os.environ.pop(k, None)
         flop = 2.0 * M * N * K
@@ -128,7 +137,7 @@ def main(argv):
         rows.append((f"{M}x{N}x{K} {lay}", med, clk))
     names = list(variants)
     print("\n| shape | torch.mm us | " + " | ".join(f"{n} us (torch/{n})" for n in names) +
-          (" | clock, power torch/" + names[0] if args.clocks else "") + " |")
+          (" | sustained: clock, power, time and energy per call" if args.clocks else "") + " |")
     print("|---|---|" + "---|" * len(names) + ("---|" if args.clocks else ""))
     for name, med, clk in rows:
         cells = [f"{med[n] * 1e3:.0f} ({med['torch.mm'] / med[n]:.3f})" for n in names]

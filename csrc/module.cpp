@@ -35,6 +35,7 @@ py::dict plan_dict(const tk::hopper::GemmPlan& p) {
   d["grid"] = p.grid;
   d["dynamic"] = p.dynamic;
   d["sk_tiles"] = p.sk_tiles;
+  d["sk_parts"] = p.sk_parts;
   d["wg_rows"] = p.wg_rows;
   d["fused_split"] = p.fused_split;
   d["evict_first"] = p.evict_first;
@@ -111,22 +112,37 @@ PYBIND11_MODULE(_C, m) {
         return std::make_tuple(w.tile.m, w.tile.n, w.split);
       },
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
-  m.def("sk_tiles", &kittens::sk_tiles, py::arg("tiles"), py::arg("grid"));
+  m.def("sk_tiles", &kittens::sk_tiles, py::arg("tiles"), py::arg("grid"), py::arg("min_idle_pct") = 1);
+  m.def(
+      "sk_split_tail",
+      [](int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct) {
+        const auto t = kittens::sk_split_tail(tiles, grid, k_tiles, max_slots, min_iters, min_gain_pct);
+        return py::make_tuple(t.tiles, t.parts);
+      },
+      py::arg("tiles"), py::arg("grid"), py::arg("k_tiles"), py::arg("max_slots") = tk::hopper::kSkSplitMaxSlots,
+      py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkSplitMinGainPct,
+      "(tail tiles, CTAs) of the aligned last-wave split (kittens/common/stream_k.h sk_split_tail); (0, 0): none.");
   m.def("sk_fill_tiles", &kittens::sk_fill_tiles, py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"),
         py::arg("min_iters"));
   m.def(
       "sk_partition",
-      [](int64_t tiles, int k_tiles, int grid, bool fill) {
+      [](int64_t tiles, int k_tiles, int grid, bool fill, bool split) {
         // Per CTA, the segments it walks (kittens/common/stream_k.h), in the kernel's order (from
-        // the back of its range): the tail's tiles, or with fill = True every tile (fill mode).
-        const int sk = fill ? kittens::sk_fill_tiles(tiles, k_tiles, grid, 1) : kittens::sk_tiles(tiles, grid);
+        // the back of its range): the tail's tiles, with fill = True every tile (fill mode), with
+        // split = True the aligned last-wave split (plan.h's limits; only the CTAs it deals to).
+        const kittens::SkSplit t =
+            fill    ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), grid}
+            : split ? kittens::sk_split_tail(tiles, grid, k_tiles, tk::hopper::kSkSplitMaxSlots,
+                                             tk::hopper::kSkSplitMinIters, tk::hopper::kSkSplitMinGainPct)
+                    : kittens::SkSplit{kittens::sk_tiles(tiles, grid), grid};
+        const int sk = t.tiles, parts = t.parts;
         const int64_t iters = int64_t(sk) * k_tiles;
         py::list ctas;
-        for (int c = 0; c < grid && sk > 0; ++c) {
+        for (int c = 0; c < parts && sk > 0; ++c) {
           py::list segs;
-          const int64_t begin = kittens::sk_begin(c, iters, grid);
-          for (int64_t it = kittens::sk_begin(c + 1, iters, grid); it > begin;) {
-            const auto s = kittens::sk_segment_back(it, begin, k_tiles, iters, grid);
+          const int64_t begin = kittens::sk_begin(c, iters, parts);
+          for (int64_t it = kittens::sk_begin(c + 1, iters, parts); it > begin;) {
+            const auto s = kittens::sk_segment_back(it, begin, k_tiles, iters, parts);
             segs.append(py::make_tuple(s.tile, s.k.begin, s.k.end, s.slot, s.slots));
             it -= s.k.end - s.k.begin;
           }
@@ -134,24 +150,24 @@ PYBIND11_MODULE(_C, m) {
         }
         return ctas;
       },
-      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"), py::arg("fill") = false);
+      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"), py::arg("fill") = false, py::arg("split") = false);
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,
-         int fill_narrow_max_k_tiles, bool allow_dynamic, bool allow_stream_k, bool fuse_split, bool bm64,
+         int fill_narrow_max_k_tiles, bool allow_dynamic, int stream_k, bool fuse_split, bool bm64,
          int stream_k_fill, int one_wg, int bn192, int unswap128, std::optional<std::tuple<bool, int, int, int, int>> tile,
          int odd_widths, int odd_layouts) {
         std::optional<tk::hopper::TileChoice> t;
         if (tile) t = tk::hopper::TileChoice{std::get<0>(*tile), std::get<1>(*tile), std::get<2>(*tile),
                                              std::get<3>(*tile), std::get<4>(*tile)};
         return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
-                                               fill_narrow_max_k_tiles, allow_dynamic, allow_stream_k, fuse_split,
+                                               fill_narrow_max_k_tiles, allow_dynamic, stream_k, fuse_split,
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
                                                t ? &*t : nullptr, odd_widths, odd_layouts));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
-      py::arg("allow_dynamic") = true, py::arg("allow_stream_k") = false, py::arg("fuse_split") = false,
+      py::arg("allow_dynamic") = true, py::arg("stream_k") = tk::hopper::kStreamKTail, py::arg("fuse_split") = false,
       py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,
       py::arg("one_wg") = tk::hopper::kOneWarpgroupWidths, py::arg("bn192") = tk::hopper::kWidth192,
       py::arg("unswap128") = tk::hopper::kUnswapOneWave128, py::arg("tile") = py::none(),

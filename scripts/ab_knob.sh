@@ -28,7 +28,7 @@ for v in settings:
         for line in open(f):
             p = line.split()
             if p and p[0] == "custom":
-                rows.setdefault(p[1], {}).setdefault(v, []).append((float(p[8]), float(p[7])))
+                rows.setdefault(f"{p[1]}:{p[2]}", {}).setdefault(v, []).append((float(p[8]), float(p[7])))
 for shape, by in rows.items():
     cells = [f"{v}: {statistics.median(t for t, _ in by.get(v, [(float('nan'), 0)])):.4f} ms "
              f"({statistics.median(r for _, r in by.get(v, [(0, float('nan'))])):.3f}x)" for v in settings]

@@ -6,7 +6,8 @@ through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> sw
 tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x520 -> 128x256,
 144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
 clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
-stream-K tail, cross-CTA partials and flags);
+stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tiles of 16 k tiles:
+the default stream-K tail (plan.h kStreamKTail), all of them dealt by k iteration;
 5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 1, partial K chunk, partial last CTA; 9..16 tokens, tn = 2, only under
 TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh's second memcheck run sets);
@@ -37,7 +38,8 @@ def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
     shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
               (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (300, 4000, 136),
-              (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000), (300, 1600, 8300))
+              (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000), (300, 1600, 8300),
+              (1100, 4200, 1000))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520))

@@ -650,6 +650,40 @@ def test_stream_k_fill_covers_every_tile_once(tiles, k_tiles, grid):
     assert _C.sk_fill_tiles(tiles, k_tiles, grid, 16) == (sk if tiles * k_tiles >= 16 * grid else 0)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 300), st.integers(2, 132), st.integers(1, 8), st.integers(1, 32),
+       st.integers(0, 10))
+def test_stream_k_split_tail_deals_last_wave_tiles_in_aligned_ranges(tiles, k_tiles, grid, max_slots, min_iters, gain):
+    """sk_split_tail: only a part-filled last wave of at most half the grid, s = min(grid // r,
+    max_slots, k_tiles // min_iters) >= 2 slots per tile, and only where (1 - 1/s) of one of the
+    W + 1 waves is at least `gain` percent."""
+    sk, parts = _C.sk_split_tail(tiles, grid, k_tiles, max_slots, min_iters, gain)
+    r, waves = tiles % grid, tiles // grid + 1
+    s = min(grid // r, max_slots, k_tiles // min_iters) if r else 0
+    if tiles <= grid or r == 0 or 2 * r > grid or s < 2 or (s - 1) * 100 < gain * s * waves:
+        assert (sk, parts) == (0, 0)
+        return
+    assert (sk, parts) == (r, r * s) and parts <= grid
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 4000), st.integers(1, 300), st.integers(2, 132))
+def test_stream_k_split_tail_partition(tiles, k_tiles, grid):
+    """The split's partition gives CTA c < r * s exactly the k range c % s of tail tile c // s
+    (one segment; all CTAs of a slot at the same k offsets), and nothing to the other CTAs."""
+    sk, parts = _C.sk_split_tail(tiles, grid, k_tiles)  # plan.h's limits, as sk_partition uses
+    ctas = _C.sk_partition(tiles, k_tiles, grid, split=True)
+    if sk == 0:
+        assert ctas == []
+        return
+    s = parts // sk
+    assert len(ctas) == parts
+    slots = check_sk_partition(ctas, sk, k_tiles, parts)
+    assert set(slots.values()) == {s}
+    for c, segs in enumerate(ctas):
+        assert segs == [(c // s, (c % s) * k_tiles // s, (c % s + 1) * k_tiles // s, c % s, s)]
+
+
 def test_stream_k_tail_examples():
     # 4096^3 with 128x256 tiles on an H100: 512 tiles = 3 waves of 132 + 116 -> 248 sk tiles
     assert _C.sk_tiles(512, 132) == 248
@@ -678,7 +712,7 @@ def test_stream_k_tail_examples():
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, **kw})
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, "stream_k": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -735,20 +769,27 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert f["fused_split"] == (f["splits"] > 1 and f["cluster"] == 1 and f["units"] <= f["grid"])
     if f["splits"] > 1 and f["cluster"] == 1:
         assert f["fused_split"]
-    # stream-K tail: opt-in, only for unclustered, unsplit 128x256 plans, ids below 2^31
-    assert p["sk_tiles"] == 0
-    q = base(1, allow_stream_k=True)
-    if q["sk_tiles"]:
-        assert q["bn"] == 256 and q["splits"] == 1 and q["cluster"] == 1
-        assert q["sk_tiles"] == _C.sk_tiles(q["units"], q["grid"])
-        assert q["units"] + q["sk_tiles"] * k_tiles < 2**31
-    elif q["bn"] == 256 and q["splits"] == 1 and q["units"] + _C.sk_tiles(q["units"], q["grid"]) * k_tiles < 2**31:
-        assert _C.sk_tiles(q["units"], q["grid"]) == 0
+    # stream-K tail: only for unclustered, unsplit 128x256 plans, ids below 2^31; mode 1 over all
+    # CTAs, mode 2 the aligned last-wave split over sk_parts CTAs, mode 3 (the default) mode 1 where
+    # the last wave idles >= 10% of the run and K is 16..65 k tiles; nothing else in the plan changes
+    assert p["sk_tiles"] == 0 and p["sk_parts"] == 0
+    for mode in (1, 2, 3):
+        q = base(1, stream_k=mode)
+        q0 = base(1)
+        want = {1: (_C.sk_tiles(q0["units"], q0["grid"]), 0),
+                2: _C.sk_split_tail(q0["units"], q0["grid"], k_tiles),
+                3: (_C.sk_tiles(q0["units"], q0["grid"], 10) if 16 <= k_tiles <= 65 else 0, 0)}[mode]
+        eligible = q0["bn"] == 256 and q0["splits"] == 1 and q0["cluster"] == 1 and q0["bm"] == 128
+        if not eligible or q0["units"] + want[0] * k_tiles >= 2**31:
+            want = (0, 0)
+        assert (q["sk_tiles"], q["sk_parts"]) == want
+        assert {**q, "sk_tiles": 0, "sk_parts": 0} == q0
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0)
-    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0, stream_k=0)
+    assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0,
+                               stream_k=0)
     # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
     one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
     assert b["wg_rows"] == (128 if one_wg else 64)
@@ -776,7 +817,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
-                         "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "fused_split": False,
+                         "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "sk_parts": 0, "fused_split": False,
                          "evict_first": p["evict_first"], "wg_rows": 64}
         else:
             assert f == b
@@ -785,24 +826,37 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0,
+                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0, "sk_parts": 0,
                                                      "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
-                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
+                                                  "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
                                                   "fused_split": False, "evict_first": 2, "wg_rows": 64}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
     assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
-                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0,
+                                                    "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
-    # stream-K (opt-in): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
-    assert _C.hopper_plan(4096, 4096, 4096, 132, allow_stream_k=True)["sk_tiles"] == 248
+    # stream-K tail over all CTAs (mode 1): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
+    assert _C.hopper_plan(4096, 4096, 4096, 132, stream_k=1)["sk_tiles"] == 248
+    # the default (mode 3): 4097^3 = 561 tiles, the last wave 33 of 132 (15% of the run idle) ->
+    # the last 165 tiles over all CTAs; not with K past 65 k tiles or under 16, nor a 3%-idle last
+    # wave (4096^3)
+    assert _C.hopper_plan(4097, 4097, 4097, 132)["sk_tiles"] == 165
+    assert _C.hopper_plan(4097, 4097, 4161, 132)["sk_tiles"] == 0 and _C.hopper_plan(4097, 4097, 960, 132)["sk_tiles"] == 0
+    assert _C.sk_tiles(561, 132, 10) == 165 and _C.sk_tiles(512, 132, 10) == 0
+    # the aligned last-wave split: 4097^3 = 561 tiles (4 waves + 33) -> 33 tail tiles x 4 slots
+    # on 132 CTAs; 6144x4097x4097 = 816 tiles -> 24 x 4; K = 2048 (32 k tiles) -> 2 slots of 16;
+    # 4096^3 (r = 116 > 66) and 8192x10240x8192 (r = 52: 2 slots save 2.5% < 3%) stay whole
+    split = lambda M, N, K: (lambda q: (q["sk_tiles"], q["sk_parts"]))(_C.hopper_plan(M, N, K, 132, stream_k=2))  # noqa: E731
+    assert split(4097, 4097, 4097) == (33, 132) and split(6144, 4097, 4097) == (24, 96)
+    assert split(4097, 4097, 2048) == (33, 66)
+    assert split(4096, 4096, 4096) == (0, 0) and split(8192, 10240, 8192) == (0, 0)
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles

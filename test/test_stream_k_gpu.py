@@ -1,5 +1,5 @@
-"""The stream-K kernels on an H100/H200 -- the opt-in tail (TK_HOPPER_STREAMK=1) and the fill mode
-(TK_HOPPER_SK_FILL=2) -- correctness, bitwise repeatability and that stream-K ran, checked in a
+"""The stream-K kernels on an H100/H200 -- the tail over all CTAs (TK_HOPPER_STREAMK=1), the aligned
+last-wave split (TK_HOPPER_STREAMK=2) and the fill mode (TK_HOPPER_SK_FILL=2) -- correctness, bitwise repeatability and that stream-K ran, checked in a
 child process (test/stream_k_case.py) because the dispatcher reads its environment knobs once per
 process."""
 import os
@@ -23,7 +23,8 @@ def _hopper():
 
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
 @pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0"}),
-                                       ("fill", {"TK_HOPPER_SK_FILL": "2"})])
+                                       ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0"}),
+                                       ("fill", {"TK_HOPPER_SK_FILL": "2", "TK_HOPPER_STREAMK": "0"})])
 def test_stream_k_in_child_process(mode, knob):
     env = dict(os.environ, **knob, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
     # A hang (a flag never raised) must fail the test, not the run: time-boxed.

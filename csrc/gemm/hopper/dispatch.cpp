@@ -92,9 +92,10 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
-  // TK_HOPPER_STREAMK=1 opts in to the stream-K tail (kittens/common/stream_k.h): correct but slower
-  // as measured (H100, 4096^3 0.19 -> 0.24 ms: the tail loses L2 reuse; benchmarks/NOTES.md).
-  TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", 0, 0, 1);
+  // TK_HOPPER_STREAMK=0..3: the stream-K tail (plan.h kStreamKTail, the default 3: over all CTAs
+  // where the last wave idles >= 10% of the run and K is 16..65 k tiles; 1 wherever it idles >= 1%;
+  // 2 the aligned split of a part-filled last wave; 0 none).
+  TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", hopper::kStreamKTail, 0, 3);
   // TK_HOPPER_FUSED_SPLIT=1: split-K finished inside the GEMM kernel (plan.h); measured slower
   // than the separate PDL-launched reduction (H100: 128x4096x4096 30.9 vs 28.5 us), so opt-in.
   TK_KNOB int fused_split = env_int("TK_HOPPER_FUSED_SPLIT", 0, 0, 1);
@@ -124,7 +125,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // 160 only, 2: unswapped 144 only, 3: both, the default).
   TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 3);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
-                           dynamic != 0, stream_k != 0, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
+                           dynamic != 0, stream_k, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr,
                            odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2));
 }

@@ -47,7 +47,8 @@ struct Epilogue {
   void* trace = nullptr;  // kXpTrace: TraceRecord[kTraceRecords] (gemm_kernel.cuh), experiment build
   // Stream-K kernels: tiles in the tail, the tail partials (partial: gridDim.x x CONSUMERS x 64 x
   // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
-  int sk_tiles = 0;
+  // sk_parts: the CTAs the tail's iterations are dealt to (stream_k.h; 0: all of gridDim.x).
+  int sk_tiles = 0, sk_parts = 0;
   int* ready_flags = nullptr;
   // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.
   bool fused_split = false;

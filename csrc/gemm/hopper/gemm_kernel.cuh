@@ -193,8 +193,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // dp_units.
   const int dp_units = units - (L::kStreamK ? ep.sk_tiles : 0);
   const int64_t sk_iters = int64_t(L::kStreamK ? ep.sk_tiles : 0) * k_tiles;
-  const int sk_lo = dp_units + int(sk_begin(blockIdx.x, sk_iters, gridDim.x));
-  const int sk_hi = dp_units + int(sk_begin(blockIdx.x + 1, sk_iters, gridDim.x));
+  const int sk_parts = ep.sk_parts > 0 ? ep.sk_parts : int(gridDim.x);  // CTAs past it: no tail work
+  const int sk_lo = dp_units + int(sk_begin(blockIdx.x, sk_iters, sk_parts));
+  const int sk_hi = dp_units + int(sk_begin(blockIdx.x + 1, sk_iters, sk_parts));
   // Producer and consumers walk the same units: the switch to the tail, and what a unit is.
   auto enter_tail = [&](int& u, bool& in_sk) {
     if constexpr (L::kStreamK) {
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   };
   auto decode = [&](int u, bool in_sk, WorkUnit& w, KRange& kr, SkSegment& seg) {
     if (L::kStreamK && in_sk) {
-      seg = sk_segment_back(u - dp_units, sk_lo - dp_units, k_tiles, sk_iters, gridDim.x);
+      seg = sk_segment_back(u - dp_units, sk_lo - dp_units, k_tiles, sk_iters, sk_parts);
       w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
       kr = seg.k;
     } else {

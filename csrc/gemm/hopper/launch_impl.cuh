@@ -133,6 +133,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   ep.y_tail_rows = y_tail_rows;
   if constexpr (L::kStreamK) {
     ep.sk_tiles = p.sk_tiles;
+    ep.sk_parts = p.sk_parts;
     ep.ready_flags = g.unit_counter + 1;
   }
   if (p.fused_split) {

@@ -42,6 +42,7 @@ struct GemmPlan {
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
+  int sk_parts;  // CTAs the tail's k iterations are dealt to; 0: all (grid)
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
   int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
@@ -100,6 +101,20 @@ constexpr int kDynamicMinKTiles = 8;
 constexpr int kFillMinIters = 16;
 // The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
 constexpr int kStreamKFill = 0;
+// Stream-K tail of 128 x 256 unsplit unclustered plans (TK_HOPPER_STREAMK; stream_k.h): 0 none;
+// 1 the last grid + r tiles over all CTAs wherever the last wave idles >= 1% of the run; 2 the
+// aligned last-wave split (sk_split_tail: at most kSkSplitMaxSlots CTAs per tile, each at least
+// kSkSplitMinIters k tiles, where it saves kSkSplitMinGainPct percent of the run); 3 (default)
+// mode 1 where the last wave idles >= kStreamKTailMinIdlePct percent of the run and K is
+// kStreamKTailMinKTiles..kStreamKTailMaxKTiles k tiles (fewer: a tile's iterations barely split). H200 (2026-11-26, benchmarks/NOTES.md), ms, none / 1 / 2:
+// 4097^3 NT 0.287 / 0.268 / 0.272, 6144x4097x4097 0.406 / 0.383 / 0.388, 4097x4097x2048 0.145 /
+// 0.138 / 0.145, 2432x1792x4096 (133 tiles) 0.089 / 0.059 / 0.069 -- but where the last wave is
+// nearly full, mode 1 is slower (8192x4096x4096, 3% idle: 0.388 / 0.403; 4096^3 0.187 / 0.196;
+// 8192x28672x4096 2.79 / 2.86), and with long K its tail's CTAs, spread over K, read operands
+// from DRAM (H100 2048x8192x8192: 0.39 -> 0.65 ms), hence the bounds.
+constexpr int kStreamKTail = 3;
+constexpr int kStreamKTailMinIdlePct = 10, kStreamKTailMinKTiles = 16, kStreamKTailMaxKTiles = 65;
+constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3;
 // One consumer warpgroup per 128-row tile (gemm_layout WG_ROWS_ = 128, two 64-row strips) when
 // every CTA runs a single unit, unclustered, without stream-K (nor split-K unless mask bit 2): on
 // 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release, where two warpgroups
@@ -165,7 +180,7 @@ constexpr int kEvictFirstMaxM = 256;
 inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
                           int group_m = 8, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
-                          bool allow_stream_k = false, bool fuse_split = false, bool bm64 = true,
+                          int stream_k = kStreamKTail, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
@@ -325,11 +340,16 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       return p;
     }
   }
-  // Stream-K tail (opt-in, 128 x 256 unclustered unsplit kernels only); unit ids encode tail
-  // iterations past the whole-tile units, so they must stay below 2^31.
-  if (allow_stream_k && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {
-    const int sk = kittens::sk_tiles(p.units, p.grid);
-    if (p.units + int64_t(sk) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = sk;
+  // Stream-K tail (kStreamKTail, 128 x 256 unclustered unsplit kernels only); unit ids encode
+  // tail iterations past the whole-tile units, so they must stay below 2^31.
+  if (stream_k > 0 && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {
+    const bool tail3 = stream_k == 3 && k_tiles >= kStreamKTailMinKTiles && k_tiles <= kStreamKTailMaxKTiles;
+    const kittens::SkSplit t =
+        stream_k == 2 ? kittens::sk_split_tail(p.units, p.grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters,
+                                               kSkSplitMinGainPct)
+        : stream_k == 1 || tail3 ? kittens::SkSplit{kittens::sk_tiles(p.units, p.grid, tail3 ? kStreamKTailMinIdlePct : 1), 0}
+                                 : kittens::SkSplit{0, 0};
+    if (p.units + int64_t(t.tiles) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = t.tiles, p.sk_parts = t.parts;
   }
   // Split-K finished inside the GEMM (epilogue.cuh split_reduce_slice): the splits of a tile
   // wait for each other's ready flags, then each sums and stores a slice of the tile. Needs every

@@ -3,12 +3,20 @@
 // Idea (Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition
 // for Dense Matrix Multiplication on the GPU", PPoPP 2023): the last "sk tiles" of a GEMM are
 // cut into their k iterations, sk_tiles * k_tiles of them, dealt out evenly: CTA c takes
-// iterations [c * I / grid, (c + 1) * I / grid). Two uses:
+// iterations [c * I / parts, (c + 1) * I / parts) of the `parts` CTAs dealt to. Three uses:
 //  - tail (sk_tiles): with tiles = W * grid + r whole tiles (W >= 1, 0 < r < grid) the last wave
 //    keeps only r CTAs busy; the last grid + r tiles go to stream-K, the rest stay whole. Every
 //    CTA then gets >= k_tiles iterations, so a tile is covered by at most two CTAs.
 //  - fill (sk_fill_tiles): fewer tiles than CTAs; every tile goes to stream-K, so every SM works
 //    (e.g. 112 tiles on 132 SMs). A tile may then be covered by several CTAs.
+//  - aligned last-wave split (sk_split_tail): with tiles = W * grid + r and r <= grid / 2, only the
+//    r tiles of the last wave go to stream-K, dealt to `parts` = r * s CTAs (s = the slots per
+//    tile) instead of all of them: CTA c < parts then takes k range c % s of tail tile c / s, so
+//    the tail's CTAs sit at s common k offsets and tiles sharing an A or B panel read the same k
+//    slices at about the same time, as a whole wave does. The tail above deals grid + r tiles
+//    over all CTAs, which spreads their k offsets over [0, K) and loses that L2 reuse
+//    (benchmarks/NOTES.md, 2026-11-23c).
+// `parts` (the CTAs the iterations are dealt to, <= grid) is the grid in the first two modes.
 // The CTAs covering a tile are consecutive; its "slots" are numbered from the CTA holding k tile
 // 0. The finisher is the last slot (the CTA holding the tile's last k tile): the others store
 // fp32 partials and release a flag, the finisher waits for them, adds them in slot order (a
@@ -25,22 +33,47 @@ namespace kittens {
 
 // Number of tiles that go to the stream-K tail: grid + r, or 0 when whole tiles fill every wave
 // (r == 0), when there are not more tiles than CTAs (split-K's case), or when the idle part of
-// the last wave, (grid - r) / grid of one of W + 1 waves, is under 1% of the run (each split
-// tile costs one fp32 partial, 128 KB for 128x256, against ~48 KB per k tile of operands).
-TK_HD int sk_tiles(int64_t tiles, int grid) {
+// the last wave, (grid - r) / grid of one of W + 1 waves, is under min_idle_pct percent of the
+// run (each split tile costs one fp32 partial, 128 KB for 128x256, against ~48 KB per k tile of
+// operands).
+TK_HD int sk_tiles(int64_t tiles, int grid, int min_idle_pct = 1) {
   if (grid <= 0 || tiles <= grid) return 0;
   const int r = static_cast<int>(tiles % grid);
   const int64_t waves = tiles / grid + 1;
-  if (r == 0 || int64_t(grid - r) * 100 < int64_t(grid) * waves) return 0;
+  if (r == 0 || int64_t(grid - r) * 100 < int64_t(grid) * waves * min_idle_pct) return 0;
   return grid + r;
 }
 
-// First stream-K iteration of CTA `cta` (of `grid`) over `iters` = sk_tiles * k_tiles.
-TK_HD int64_t sk_begin(int cta, int64_t iters, int grid) { return int64_t(cta) * iters / grid; }
+// Aligned last-wave split: the r = tiles % grid tiles of a part-filled last wave, each cut into
+// s k ranges for r * s CTAs, when r <= grid / 2 and s = min(grid / r, max_slots, k_tiles /
+// min_iters) >= 2, and the part of the run that saves, (1 - 1/s) of one of W + 1 waves, is at
+// least min_gain_pct percent (the stream-K kernels run without the deferred epilogue, and each
+// tail tile exchanges s - 1 fp32 partials). {0, 0} otherwise.
+struct SkSplit {
+  int tiles;  // tail tiles (the last ones)
+  int parts;  // CTAs they are dealt to: tiles * slots
+};
+TK_HD SkSplit sk_split_tail(int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct) {
+  if (grid <= 1 || tiles <= grid || min_iters <= 0) return SkSplit{0, 0};
+  const int r = static_cast<int>(tiles % grid);
+  if (r == 0 || 2 * r > grid) return SkSplit{0, 0};
+  int s = grid / r;
+  if (s > max_slots) s = max_slots;
+  if (s > k_tiles / min_iters) s = k_tiles / min_iters;
+  const int64_t waves = tiles / grid + 1;
+  if (s < 2 || int64_t(s - 1) * 100 < int64_t(min_gain_pct) * s * waves) return SkSplit{0, 0};
+  return SkSplit{r, r * s};
+}
+
+// First stream-K iteration of CTA `cta` over `iters` = sk_tiles * k_tiles dealt to `parts` CTAs
+// (CTAs from `parts` on get none).
+TK_HD int64_t sk_begin(int cta, int64_t iters, int parts) {
+  return int64_t(cta < parts ? cta : parts) * iters / parts;
+}
 
 // The CTA whose range holds iteration `iter`: the largest c with sk_begin(c) <= iter.
-TK_HD int sk_cta_of(int64_t iter, int64_t iters, int grid) {
-  return static_cast<int>(((iter + 1) * grid - 1) / iters);
+TK_HD int sk_cta_of(int64_t iter, int64_t iters, int parts) {
+  return static_cast<int>(((iter + 1) * parts - 1) / iters);
 }
 
 // Fill mode: every tile to stream-K when there are fewer tiles than CTAs and each CTA still
@@ -61,13 +94,13 @@ struct SkSegment {
 // The segment that ends at iteration `end` (exclusive) of a CTA whose range starts at `begin`.
 // A CTA walks its range from the back: iter = sk_begin(c + 1); while (iter > sk_begin(c)) {
 // s = sk_segment_back(iter, ...); iter -= s.k.end - s.k.begin; }
-TK_HD SkSegment sk_segment_back(int64_t end, int64_t begin, int k_tiles, int64_t iters, int grid) {
+TK_HD SkSegment sk_segment_back(int64_t end, int64_t begin, int k_tiles, int64_t iters, int parts) {
   const int tile = static_cast<int>((end - 1) / k_tiles);
   const int64_t t0 = int64_t(tile) * k_tiles, t1 = t0 + k_tiles;
   const int64_t seg_begin = begin > t0 ? begin : t0;
-  const int first = sk_cta_of(t0, iters, grid), last = sk_cta_of(t1 - 1, iters, grid);
+  const int first = sk_cta_of(t0, iters, parts), last = sk_cta_of(t1 - 1, iters, parts);
   return SkSegment{tile, KRange{static_cast<int>(seg_begin - t0), static_cast<int>(end - t0)},
-                   sk_cta_of(seg_begin, iters, grid) - first, last - first + 1};
+                   sk_cta_of(seg_begin, iters, parts) - first, last - first + 1};
 }
 
 }  // namespace kittens
