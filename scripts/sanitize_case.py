@@ -6,8 +6,8 @@ through csrc/gemm/hopper/plan.h: 300x257x100 -> 128x256 tiles; 20x200x1000 -> sw
 tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x4000x520 -> 128x256,
 144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
 clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
-stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tiles of 16 k tiles:
-the default stream-K tail (plan.h kStreamKTail), all of them dealt by k iteration;
+stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tiles of 16 k tiles
+(with TK_HOPPER_STREAMK=1 or 3, plan.h kStreamKTail: all of them dealt by k iteration);
 5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 1, partial K chunk, partial last CTA; 9..16 tokens, tn = 2, only under
 TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh's second memcheck run sets);

@@ -529,8 +529,9 @@ def _check_addmm_case(shape, layout, dtype, out_fp32):
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_dynamic_schedule(shape, layout, dtype, out_fp32):
     """Several waves of units handed out by the atomic ticket counter (plan.h `dynamic`), with
-    tails in M, N and K; the addmm terms ride along. 2049x2055x1000 (153 tiles, 16 k tiles) also
-    takes the default stream-K tail (plan.h kStreamKTail) in 16-bit outputs, the 960-deep one not."""
+    tails in M, N and K; the addmm terms ride along. Under TK_HOPPER_STREAMK=3 (plan.h
+    kStreamKTail) 2049x2055x1000 (153 tiles, 16 k tiles) takes the stream-K tail in 16-bit outputs,
+    the 960-deep one not."""
     M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)["dynamic"], "shape no longer exercises the dynamic schedule"

@@ -770,7 +770,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     if f["splits"] > 1 and f["cluster"] == 1:
         assert f["fused_split"]
     # stream-K tail: only for unclustered, unsplit 128x256 plans, ids below 2^31; mode 1 over all
-    # CTAs, mode 2 the aligned last-wave split over sk_parts CTAs, mode 3 (the default) mode 1 where
+    # CTAs, mode 2 the aligned last-wave split over sk_parts CTAs, mode 3 mode 1 where
     # the last wave idles >= 10% of the run and K is 16..65 k tiles; nothing else in the plan changes
     assert p["sk_tiles"] == 0 and p["sk_parts"] == 0
     for mode in (1, 2, 3):
@@ -844,11 +844,13 @@ def test_hopper_plan_examples():
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
     # stream-K tail over all CTAs (mode 1): 4096^3 = 512 tiles of 128x256 on 132 SMs -> the last 248 by k iteration
     assert _C.hopper_plan(4096, 4096, 4096, 132, stream_k=1)["sk_tiles"] == 248
-    # the default (mode 3): 4097^3 = 561 tiles, the last wave 33 of 132 (15% of the run idle) ->
-    # the last 165 tiles over all CTAs; not with K past 65 k tiles or under 16, nor a 3%-idle last
-    # wave (4096^3)
-    assert _C.hopper_plan(4097, 4097, 4097, 132)["sk_tiles"] == 165
-    assert _C.hopper_plan(4097, 4097, 4161, 132)["sk_tiles"] == 0 and _C.hopper_plan(4097, 4097, 960, 132)["sk_tiles"] == 0
+    assert _C.hopper_plan(4096, 4096, 4096, 132, stream_k=3)["sk_tiles"] == 0
+    # mode 3: 4097^3 = 561 tiles, the last wave 33 of 132 (15% of the run idle) -> the last 165
+    # tiles over all CTAs; not with K past 65 k tiles or under 16, nor a 3%-idle last wave (4096^3)
+    assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3)["sk_tiles"] == 165
+    assert _C.hopper_plan(4097, 4097, 4097, 132)["sk_tiles"] == 0  # not the default
+    assert _C.hopper_plan(4097, 4097, 4161, 132, stream_k=3)["sk_tiles"] == 0
+    assert _C.hopper_plan(4097, 4097, 960, 132, stream_k=3)["sk_tiles"] == 0
     assert _C.sk_tiles(561, 132, 10) == 165 and _C.sk_tiles(512, 132, 10) == 0
     # the aligned last-wave split: 4097^3 = 561 tiles (4 waves + 33) -> 33 tail tiles x 4 slots
     # on 132 CTAs; 6144x4097x4097 = 816 tiles -> 24 x 4; K = 2048 (32 k tiles) -> 2 slots of 16;
