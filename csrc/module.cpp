@@ -130,12 +130,9 @@ PYBIND11_MODULE(_C, m) {
         // Per CTA, the segments it walks (kittens/common/stream_k.h), in the kernel's order (from
         // the back of its range): the tail's tiles, with fill = True every tile (fill mode), with
         // split = True the aligned last-wave split (plan.h's limits; only the CTAs it deals to).
-        const kittens::SkSplit t =
-            fill    ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), grid}
-            : split ? kittens::sk_split_tail(tiles, grid, k_tiles, tk::hopper::kSkSplitMaxSlots,
-                                             tk::hopper::kSkSplitMinIters, tk::hopper::kSkSplitMinGainPct)
-                    : kittens::SkSplit{kittens::sk_tiles(tiles, grid), grid};
-        const int sk = t.tiles, parts = t.parts;
+        const kittens::SkSplit t = fill ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), 0}
+                                        : tk::hopper::stream_k_tail(split ? 2 : 1, tiles, grid, k_tiles);
+        const int sk = t.tiles, parts = t.parts > 0 ? t.parts : grid;
         const int64_t iters = int64_t(sk) * k_tiles;
         py::list ctas;
         for (int c = 0; c < parts && sk > 0; ++c) {

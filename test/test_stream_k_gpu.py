@@ -1,7 +1,7 @@
-"""The stream-K kernels on an H100/H200 -- the tail over all CTAs (TK_HOPPER_STREAMK=1), the aligned
-last-wave split (TK_HOPPER_STREAMK=2) and the fill mode (TK_HOPPER_SK_FILL=2) -- correctness, bitwise repeatability and that stream-K ran, checked in a
-child process (test/stream_k_case.py) because the dispatcher reads its environment knobs once per
-process."""
+"""The stream-K kernels on an H100/H200 -- the tail over all CTAs (TK_HOPPER_STREAMK=1), the
+aligned last-wave split (TK_HOPPER_STREAMK=2) and the fill mode (TK_HOPPER_SK_FILL=2) --
+correctness, bitwise repeatability and that stream-K ran, checked in a child process
+(test/stream_k_case.py) because the dispatcher reads its environment knobs once per process."""
 import os
 import subprocess
 import sys

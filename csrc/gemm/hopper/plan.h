@@ -117,6 +117,19 @@ constexpr int kStreamKFill = 0;
 constexpr int kStreamKTail = 0;
 constexpr int kStreamKTailMinIdlePct = 10, kStreamKTailMinKTiles = 16, kStreamKTailMaxKTiles = 65;
 constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3;
+// The stream-K tail of `units` whole 128 x 256 tiles on `grid` CTAs under mode `stream_k` (the
+// modes above): {tail tiles, CTAs they are dealt to (0: all)}; {0, 0}: none.
+inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int k_tiles) {
+  switch (stream_k) {
+    case 1: return {kittens::sk_tiles(units, grid), 0};
+    case 2: return kittens::sk_split_tail(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkSplitMinGainPct);
+    case 3:
+      if (k_tiles >= kStreamKTailMinKTiles && k_tiles <= kStreamKTailMaxKTiles)
+        return {kittens::sk_tiles(units, grid, kStreamKTailMinIdlePct), 0};
+      return {0, 0};
+    default: return {0, 0};
+  }
+}
 // One consumer warpgroup per 128-row tile (gemm_layout WG_ROWS_ = 128, two 64-row strips) when
 // every CTA runs a single unit, unclustered, without stream-K (nor split-K unless mask bit 2): on
 // 128 x 128 tiles 8 HGMMA per k tile behind one full wait and one release, where two warpgroups
@@ -345,12 +358,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // Stream-K tail (kStreamKTail, 128 x 256 unclustered unsplit kernels only); unit ids encode
   // tail iterations past the whole-tile units, so they must stay below 2^31.
   if (stream_k > 0 && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {
-    const bool tail3 = stream_k == 3 && k_tiles >= kStreamKTailMinKTiles && k_tiles <= kStreamKTailMaxKTiles;
-    const kittens::SkSplit t =
-        stream_k == 2 ? kittens::sk_split_tail(p.units, p.grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters,
-                                               kSkSplitMinGainPct)
-        : stream_k == 1 || tail3 ? kittens::SkSplit{kittens::sk_tiles(p.units, p.grid, tail3 ? kStreamKTailMinIdlePct : 1), 0}
-                                 : kittens::SkSplit{0, 0};
+    const kittens::SkSplit t = stream_k_tail(stream_k, p.units, p.grid, k_tiles);
     if (p.units + int64_t(t.tiles) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = t.tiles, p.sk_parts = t.parts;
   }
   // Split-K finished inside the GEMM (epilogue.cuh split_reduce_slice): the splits of a tile
