@@ -11,9 +11,11 @@ modified runs give WRONG results, so the hooks are not in a normal build):
 Default variants: stage removal, TK_HOPPER_EXPERIMENT = 0 (full), 1 (no epilogue stores),
 2 (no TMA loads: shared memory holds stale data, so the wgmma power differs), 3 (no loads, no
 stores). With --clocks it samples SM clock and power (nvidia-smi) and the time per call while
-torch.mm and each variant in turn run back to back for ~1.5 s. Times are medians of 3 interleaved rounds.
+torch.mm and each variant in turn run back to back for ~1.5 s. Times are medians of --rounds (3) interleaved rounds.
 """
 import argparse
+import math
+import statistics
 import os
 import subprocess
 import sys
@@ -104,6 +106,7 @@ def main(argv):
     ap.add_argument("--shapes", default=DEFAULT)
     ap.add_argument("--variants", default=STAGE_REMOVAL)
     ap.add_argument("--clocks", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv[1:])
     variants = parse_variants(args.variants)
     keys = sorted({k for env in variants.values() for k in env})
@@ -118,10 +121,11 @@ def main(argv):
         for name, env in variants.items():
             fns[name] = with_env(env, keys, lambda: torch_tk.gemm(a, b))
         t = {k: [] for k in fns}
-        for _ in range(3):  # interleaved rounds
-            for k, fn in fns.items():
-                t[k].append(bench(fn))
-        med = {k: sorted(v)[1] for k, v in t.items()}
+        order = list(fns)
+        for r in range(args.rounds):  # interleaved rounds, the order rotated each round
+            for k in order[r % len(order):] + order[:r % len(order)]:
+                t[k].append(bench(fns[k]))
+        med = {k: statistics.median(v) for k, v in t.items()}
         clk = ""
         if args.clocks:  # sustained: MHz, W, us per call and mJ per call, each fn in turn
             parts = []
@@ -142,6 +146,8 @@ def main(argv):
     for name, med, clk in rows:
         cells = [f"{med[n] * 1e3:.0f} ({med['torch.mm'] / med[n]:.3f})" for n in names]
         print(f"| {name} | {med['torch.mm'] * 1e3:.0f} | " + " | ".join(cells) + (f" | {clk}" if clk else "") + " |")
+    geo = {n: math.exp(sum(math.log(med['torch.mm'] / med[n]) for _, med, _ in rows) / len(rows)) for n in names}
+    print("geomean torch/variant: " + "  ".join(f"{n} {g:.4f}" for n, g in geo.items()))
     return 0
 
 

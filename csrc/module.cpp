@@ -162,7 +162,7 @@ PYBIND11_MODULE(_C, m) {
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
                                                t ? &*t : nullptr, odd_widths, odd_layouts));
       },
-      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 1, py::arg("group_m") = 8,
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 0, py::arg("group_m") = 0,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
       py::arg("allow_dynamic") = true, py::arg("stream_k") = tk::hopper::kStreamKTail, py::arg("fuse_split") = false,
       py::arg("bm64") = true, py::arg("stream_k_fill") = tk::hopper::kStreamKFill,

@@ -74,6 +74,11 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_TILE=0:128:144:1:1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(tile=128x144)=rc$rc"
+  # 2-CTA clusters multicasting B with a 16-row-tile band on every 128x256 plan of a wave or more
+  # (by default only long-running plans, too big for memcheck: plan.h kLongRunWork)
+  TK_HOPPER_CLUSTER=2 TK_HOPPER_GROUP_M=16 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+  rc=$?; [ $rc = 124 ] && rc="timeout"
+  san="$san memcheck(cluster=2,group_m=16)=rc$rc"
   # the non-default kernels: full boxes zero-filled past M / N instead of the tail boxes, the
   # skinny kernel's 9..16-token CTAs, two consumer warpgroups on every 128x128 tile, 256-wide
   # tiles where the default takes 192 (160x20000x520)

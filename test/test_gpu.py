@@ -555,6 +555,21 @@ def test_gemm_short_k_many_units(shape, layout, dtype):
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+def test_gemm_long_run_cluster(layout, dtype):
+    """A long-running plan (plan.h kLongRunWork: 561 tiles x 257 k tiles) takes 2-CTA clusters
+    multicasting the B tile and a 16-row-tile raster band by default: 33 row tiles, so the last
+    pair's second CTA lies past M; tails in N and K; the addmm terms ride along."""
+    shape = (4100, 4100, 16390)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = torch_tk._C.hopper_plan(*shape, sms, True)
+    if os.environ.get("TK_HOPPER_CLUSTER") is None and os.environ.get("TK_HOPPER_GROUP_M") is None:
+        assert (plan["cluster"], plan["group_m"], plan["bn"]) == (2, 16, 256), plan
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
 @pytest.mark.parametrize("out_fp32", [False, True], ids=["same", "fp32out"])
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)

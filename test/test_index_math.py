@@ -760,6 +760,11 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
     assert base(1)["cluster"] == 1
+    # long-running plans (plan.h kLongRunWork = 131072 tile k-tiles): raster band 16, and by
+    # default (max_cluster 0) 2-CTA clusters; every other plan as with clusters off
+    long_run = (p["bm"], p["bn"], p["splits"]) == (128, 256, 1) and tiles >= sms and tiles * k_tiles >= 131072
+    assert p["group_m"] == base(1)["group_m"] == (16 if long_run else 8)
+    assert base() == (base(2) if long_run and tiles_m >= 2 else base(1))
     # dynamic schedule: more units than clusters, each long enough to hide the ticket
     assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
     assert not base(2, allow_dynamic=False)["dynamic"]
@@ -826,9 +831,15 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
-                                                     "group_m": 8, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0, "sk_parts": 0,
+                                                     "group_m": 16, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0, "sk_parts": 0,
                                                      "fused_split": False, "evict_first": 0, "wg_rows": 64}
-    assert _C.hopper_plan(8192, 8192, 8192, 132)["cluster"] == 1  # clusters are opt-in
+    # long-running plans (2048 tiles x 128 k tiles >= 131072) cluster by default, with a 16-row
+    # band; 8192x4096x4096 (1024 x 64) and 8192x6144x4096 (1536 x 64) do not; 8192x4096x14336 does
+    assert _C.hopper_plan(8192, 8192, 8192, 132) == _C.hopper_plan(8192, 8192, 8192, 132, True, 2)
+    assert [(q["cluster"], q["group_m"]) for q in (_C.hopper_plan(8192, n, k, 132) for n, k in
+            ((4096, 4096), (6144, 4096), (4096, 14336), (28672, 4096)))] == [(1, 8), (1, 8), (2, 16), (2, 16)]
+    assert (lambda q: (q["cluster"], q["group_m"]))(_C.hopper_plan(8192, 8192, 8192, 132, True, 1)) == (1, 16)
+    assert _C.hopper_plan(8192, 8192, 8192, 132, True, 1, 8)["group_m"] == 8
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,

@@ -84,11 +84,12 @@ std::optional<hopper::TileChoice> tile_knob() {
 // a_mn / b_mn: A column-major / B row-major (MN-contiguous); the odd-width tiles need a K-major Y
 // (A^T swapped, B unswapped), so each orientation only where its Y is (plan.h kOddWidths).
 hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn = false, bool b_mn = false) {
-  // TK_HOPPER_CLUSTER=2 opts in to the 2-CTA multicast kernels: correct, and since the
-  // remote-arrive fix as fast as unclustered ones within the run-to-run spread (H100, 6 NT
-  // shapes: 0.98-1.00x torch.mm either way; benchmarks/NOTES.md), so not the default.
-  TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 1, 2, 2);
-  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 8, 1, 64);  // raster band height
+  // TK_HOPPER_CLUSTER: unset, 2-CTA multicast clusters for long-running 128 x 256 plans only
+  // (plan.h kLongRunWork); 1 none; 2 for every 128 x 256 plan of at least one wave.
+  TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 0, 1, 2);
+  // TK_HOPPER_GROUP_M: raster band height in row tiles; unset, the plan's (8, or 16 for
+  // long-running plans).
+  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 0, 1, 64);
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)

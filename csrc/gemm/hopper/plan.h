@@ -12,8 +12,10 @@
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing or the
 //    work per SM (waves x width x k tiles per unit: split and 1-2-wave mid-M plans), and widths
 //    that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144).
-//  - cluster: 2 for large 128 x 256 problems (two CTAs share the B tile through TMA multicast,
-//    halving its L2 -> shared-memory traffic); a unit is then a column of 2 tiles.
+//  - cluster: 2 for long-running 128 x 256 problems (kLongRunWork: two CTAs share the B tile
+//    through TMA multicast, halving its L2 -> shared-memory traffic; a unit is then a column of 2
+//    tiles), which also take a taller raster band (group_m 16): less DRAM and L2 traffic, hence
+//    less energy per GEMM where the power cap sets the clock.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
 //  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
@@ -84,9 +86,24 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
   return bn;
 }
 
+// Long-running plans: unsplit 128 x 256 plans of at least one wave whose tiles x k tiles reach
+// kLongRunWork (~1000 k tiles per SM on 132 SMs, >= ~0.5 ms) run in 2-CTA clusters multicasting
+// the B tile, in raster bands of kLongRunGroupM row tiles. Such runs sit at the H200's power cap,
+// where energy per GEMM sets the clock: under ncu (8192x8192x8192 NT) band 16 reads 1.23 GB from
+// DRAM instead of 1.49 (cuBLAS 1.25; 8192x28672x4096 1.52 vs 2.25, cuBLAS 1.86-2.05), and the
+// clusters cut the L2 -> SM sectors by a third (cuBLAS's 256x128 1x2 tiles multicast as well).
+// H200 A/B (2026-11-26c, ab_env.py, one process, 5 rounds, geomean of torch.mm / ours over the
+// 21 large cases with K >= 8192 or N = 28672, benchmarks/NOTES.md): band 8 unclustered 0.987,
+// band 16 0.993, clusters 0.998, both 1.004; but on the shorter K = 4096 shapes (4096^3,
+// 8192x4096x4096, 8192x6144x4096: 32k-98k tile k tiles) both were 0-1.6% slower, hence the bound.
+constexpr int64_t kLongRunWork = 131072;
+constexpr int kLongRunGroupM = 16;
+
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
-// group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk).
-// max_cluster: 2 allows 2-CTA clusters (the dispatcher passes 2 only under TK_HOPPER_CLUSTER=2).
+// group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk); 0:
+// kLongRunGroupM for long-running plans, else 8.
+// max_cluster: 0 the long-running rule above (the default), 1 no clustered 128 x 256 plans, 2
+// clusters for every 128 x 256 plan of at least one wave (TK_HOPPER_CLUSTER=1|2).
 // min_split_k_tiles: k tiles each split keeps at least (the prologue is amortised over them).
 // fill_narrow_max_k_tiles: with fewer tiles than SMs and K <= this many k tiles, narrow the
 // tile (256 -> 128 -> 64) while the tiles still fit in one wave, before splitting K (0: never).
@@ -192,8 +209,8 @@ constexpr int kEvictFirstMaxM = 256;
 // stream_k_fill: fewer 128 x 256 tiles than SMs run as stream-K over all SMs (stream_k.h fill
 // mode) -- 1: when the plan is already 128 x 256 unsplit (e.g. 112 tiles on 132 SMs); 2: also
 // instead of narrower tiles or split-K, when the kernel's columns exceed 128.
-inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 1,
-                          int group_m = 8, int min_split_k_tiles = 4,
+inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = true, int max_cluster = 0,
+                          int group_m = 0, int min_split_k_tiles = 4,
                           int fill_narrow_max_k_tiles = kFillNarrowMaxKTiles, bool allow_dynamic = true,
                           int stream_k = kStreamKTail, bool fuse_split = false, bool bm64 = true,
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
@@ -203,7 +220,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
-  p.group_m = group_m > 0 ? group_m : 8;
   // swap: -1 the rule below, 0 never, 1 always (A/B knob TK_HOPPER_SWAP).
   const bool heuristic_swap = swap >= 0 ? swap == 1 : (M <= 256 && N > M);
   p.swap_ab = heuristic_swap;
@@ -334,10 +350,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
   // (Also tried, H200 2026-11-25c: 128-wide clustered tiles and unswapped skinny pairs sharing
   // the weight tile: no faster, benchmarks/NOTES.md.)
-  p.cluster = pair_rows || (max_cluster >= 2 && p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
-                            (tiles >= num_sms || p.swap_ab))
-                  ? 2
-                  : 1;
+  const bool long_run = p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles >= num_sms &&
+                        tiles * k_tiles >= kLongRunWork;
+  const bool cluster256 = p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
+                          (max_cluster == 2 ? tiles >= num_sms || p.swap_ab : max_cluster == 0 && long_run);
+  p.cluster = pair_rows || cluster256 ? 2 : 1;
+  p.group_m = group_m > 0 ? group_m : long_run ? kLongRunGroupM : 8;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));
