@@ -556,6 +556,23 @@ def test_gemm_short_k_many_units(shape, layout, dtype):
 
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("shape", [(2049, 4104, 64), (3000, 3000, 200), (60, 1032, 100), (300, 4000, 136)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_addmm_alpha_without_c(shape, dtype):
+    """alpha != 1 and no C term (beta = 0): the epilogue's affine path with no C rows
+    (epilogue.cuh out_pair), in the deferred 128x256 rounds (several units per CTA), the swapped
+    transposed store and the one-warpgroup 128x128 tiles; alpha = 1 takes the plain path."""
+    M, N, K = shape
+    a = make_matrix(M, K, dtype, "n", device=DEV)
+    b = make_matrix(K, N, dtype, "t", device=DEV)
+    nan_s = torch.full((N,), math.nan, device=DEV).to(dtype)  # ignored at beta = 0
+    for alpha in (-1.75, 1.0):
+        out = run_poisoned(lambda: torch_tk.addmm(nan_s, a, b, beta=0, alpha=alpha), (M, N), dtype)
+        check(out, alpha * ref64(a, b), TOL[dtype], f"addmm beta=0 alpha={alpha} {shape}")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 def test_gemm_long_run_cluster(layout, dtype):
     """A long-running plan (plan.h kLongRunWork: 561 tiles x 257 k tiles) takes 2-CTA clusters

@@ -126,20 +126,51 @@ __device__ __forceinline__ CRows<OutT> c_rows(const Epilogue<OutT>& ep, int t, i
     const int frow = row0 + wgmma_acc_coord(t, 0).row;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      c.in[i] = frow + 8 * i < M;
+      c.in[i] = ep.c != nullptr && frow + 8 * i < M;  // no C (kEpAffine with alpha only): none read
       c.row[i] = ep.c + int64_t(frow + 8 * i) * ep.c_s0;
     }
   }
   return c;
 }
 
+// The plain GEMM's epilogue (alpha 1, no C term): out_pair's kEpPlain. TK_PLAIN_EPILOGUE=1 (build
+// define, opt-in until timed against the default: scripts/ab_build.sh with
+// AB_DEFINES=TK_PLAIN_EPILOGUE=1): one-strip kernels take kEpPlain for the plain GEMM; default 0,
+// kEpScale without C and kEpAffine with it, as before. GPU-tested (2026-11-26c: test_addmm,
+// test_addmm_alpha_without_c, the deferred / transposed / one-warpgroup epilogue tests: 277
+// passed); timed only against every call through kEpAffine (3-8% faster, benchmarks/NOTES.md).
+#ifndef TK_PLAIN_EPILOGUE
+#define TK_PLAIN_EPILOGUE 0
+#endif
+template <typename OutT>
+__device__ __forceinline__ bool plain_epilogue(const Epilogue<OutT>& ep) {
+  return TK_PLAIN_EPILOGUE && ep.c == nullptr && ep.alpha == 1.f;
+}
+
+// Epilogue variants (out_pair's kMode): kEpPlain acc as it is (alpha 1, no C: the plain GEMM,
+// whose epilogue then issues no multiplies -- it is instruction-bound, pipeline_trace.py);
+// kEpScale alpha * acc; kEpAffine alpha * acc + beta * C where there is a C (none: alpha only).
+// ep_light_mode<L>: the variant taken without C -- kEpPlain (alpha 1; other alphas through
+// kEpAffine) in one-strip kernels, kEpScale in the two-strip ones, where a third variant made ptxas
+// spill (24 B).
+constexpr int kEpPlain = 0, kEpScale = 1, kEpAffine = 2;
+template <class L>
+constexpr int ep_light_mode() {
+  return L::STRIPS == 1 && TK_PLAIN_EPILOGUE ? kEpPlain : kEpScale;
+}
+template <class L, typename OutT>
+__device__ __forceinline__ bool ep_light(const Epilogue<OutT>& ep) {
+  return ep_light_mode<L>() == kEpPlain ? plain_epilogue(ep) : ep.c == nullptr;
+}
+
 // Accumulator registers r, r + 1 (even r: two neighbouring columns of one row) as the output's
-// 16-bit pair: alpha * acc (+ beta * C), packed in one word (column r's value in the low half).
-template <bool kHasC, typename OutT, int R>
+// 16-bit pair (kMode above), packed in one word (column r's value in the low half).
+template <int kMode, typename OutT, int R>
 __device__ __forceinline__ uint32_t out_pair(const float (&acc)[R], int r, const Epilogue<OutT>& ep,
                                              const CRows<OutT>& c, int t, int n0, int N) {
-  float v0 = ep.alpha * acc[r], v1 = ep.alpha * acc[r + 1];
-  if constexpr (kHasC) {
+  float v0 = kMode == kEpPlain ? acc[r] : ep.alpha * acc[r];
+  float v1 = kMode == kEpPlain ? acc[r + 1] : ep.alpha * acc[r + 1];
+  if constexpr (kMode == kEpAffine) {
     const int i = (r / 2) % 2, col = n0 + wgmma_acc_coord(t, r).col;
     if (c.in[i] && col < N) {
       const OutT* p = c.row[i] + int64_t(col) * ep.c_s1;
@@ -200,9 +231,9 @@ __device__ __forceinline__ void stmatrix_round(uint32_t stage_base, int t, const
 // the 64 rows contiguous (kittens::kmajor_offset(col, row)), written as 2-byte halves: a warp's
 // store covers 4 columns x 8 rows = 4 16-B chunks, which the swizzle puts in distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
 // The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
-// the tensor cores idle), hence one variant without C (scale, pack, store) and, with C, row
-// pointers hoisted out of the element loop.
-template <class L, int H, bool kHasC, bool kT, bool kStm, int R>
+// the tensor cores idle), hence one variant for the plain GEMM (pack, store: plain_epilogue) and
+// one for alpha and C (row pointers hoisted out of the element loop).
+template <class L, int H, int kMode, bool kT, bool kStm, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {
   constexpr int kPairs = L::STORE_COLS / 4;  // accumulator pairs (16-bit pairs) per thread and round
@@ -210,18 +241,18 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
   constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
   constexpr int kEndReg = kNarrow ? L::BN / 2 : (H + 1) * L::STORE_COLS / 2;
   const int t = thread_in_warpgroup();
-  const auto c = c_rows<kHasC>(ep, t, row0, M);
+  const auto c = c_rows<kMode == kEpAffine>(ep, t, row0, M);
   if constexpr (kStm && !kNarrow) {
     // 4 stmatrix.x4 per thread and round instead of 16 (or 32) shared stores
     // (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts).
     uint32_t packed[kPairs];
 #pragma unroll
-    for (int p = 0; p < kPairs; ++p) packed[p] = out_pair<kHasC>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
+    for (int p = 0; p < kPairs; ++p) packed[p] = out_pair<kMode>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
     stmatrix_round<kT>(stage_base, t, packed);
   } else {
 #pragma unroll
     for (int r = H * L::STORE_COLS / 2; r < kEndReg; r += 2)
-      sts_pair<L, H, kT>(stage_base, t, r, out_pair<kHasC>(acc, r, ep, c, t, n0, N));
+      sts_pair<L, H, kT>(stage_base, t, r, out_pair<kMode>(acc, r, ep, c, t, n0, N));
   }
 }
 
@@ -229,11 +260,11 @@ template <class L, int H, bool kT = false, int R>
 __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                             uint32_t stage_base, int row0, int n0, int M, int N) {
   if (ep.stmatrix) {
-    if (ep.c == nullptr) stage_round_impl<L, H, false, kT, true>(acc, ep, stage_base, row0, n0, M, N);
-    else stage_round_impl<L, H, true, kT, true>(acc, ep, stage_base, row0, n0, M, N);
+    if (ep_light<L>(ep)) stage_round_impl<L, H, ep_light_mode<L>(), kT, true>(acc, ep, stage_base, row0, n0, M, N);
+    else stage_round_impl<L, H, kEpAffine, kT, true>(acc, ep, stage_base, row0, n0, M, N);
   } else {
-    if (ep.c == nullptr) stage_round_impl<L, H, false, kT, false>(acc, ep, stage_base, row0, n0, M, N);
-    else stage_round_impl<L, H, true, kT, false>(acc, ep, stage_base, row0, n0, M, N);
+    if (ep_light<L>(ep)) stage_round_impl<L, H, ep_light_mode<L>(), kT, false>(acc, ep, stage_base, row0, n0, M, N);
+    else stage_round_impl<L, H, kEpAffine, kT, false>(acc, ep, stage_base, row0, n0, M, N);
   }
 }
 
@@ -310,14 +341,14 @@ __device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held
   constexpr int kFirst = L::FIRST_HELD_ROUND * L::STORE_COLS / 2;  // first held accumulator register
   static_assert(W == (R - kFirst) / 2, "one word per held accumulator pair");
   const int t = thread_in_warpgroup();
-  if (ep.c == nullptr) {
+  if (ep_light<L>(ep)) {
     const auto c = c_rows<false>(ep, t, row0, M);
 #pragma unroll
-    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<false>(acc, r, ep, c, t, n0, N);
+    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<ep_light_mode<L>()>(acc, r, ep, c, t, n0, N);
   } else {
     const auto c = c_rows<true>(ep, t, row0, M);
 #pragma unroll
-    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<true>(acc, r, ep, c, t, n0, N);
+    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<kEpAffine>(acc, r, ep, c, t, n0, N);
   }
 }
 
