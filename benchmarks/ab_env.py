@@ -15,8 +15,8 @@ torch.mm and each variant in turn run back to back for ~1.5 s. Times are medians
 """
 import argparse
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import threading

@@ -142,11 +142,6 @@ __device__ __forceinline__ CRows<OutT> c_rows(const Epilogue<OutT>& ep, int t, i
 #ifndef TK_PLAIN_EPILOGUE
 #define TK_PLAIN_EPILOGUE 0
 #endif
-template <typename OutT>
-__device__ __forceinline__ bool plain_epilogue(const Epilogue<OutT>& ep) {
-  return TK_PLAIN_EPILOGUE && ep.c == nullptr && ep.alpha == 1.f;
-}
-
 // Epilogue variants (out_pair's kMode): kEpPlain acc as it is (alpha 1, no C: the plain GEMM,
 // whose epilogue then issues no multiplies -- it is instruction-bound, pipeline_trace.py);
 // kEpScale alpha * acc; kEpAffine alpha * acc + beta * C where there is a C (none: alpha only).
@@ -160,7 +155,7 @@ constexpr int ep_light_mode() {
 }
 template <class L, typename OutT>
 __device__ __forceinline__ bool ep_light(const Epilogue<OutT>& ep) {
-  return ep_light_mode<L>() == kEpPlain ? plain_epilogue(ep) : ep.c == nullptr;
+  return ep.c == nullptr && (ep_light_mode<L>() == kEpScale || ep.alpha == 1.f);
 }
 
 // Accumulator registers r, r + 1 (even r: two neighbouring columns of one row) as the output's
@@ -231,8 +226,8 @@ __device__ __forceinline__ void stmatrix_round(uint32_t stage_base, int t, const
 // the 64 rows contiguous (kittens::kmajor_offset(col, row)), written as 2-byte halves: a warp's
 // store covers 4 columns x 8 rows = 4 16-B chunks, which the swizzle puts in distinct banks. C is read only inside the tensor (outside it the stores are clipped/masked).
 // The epilogue is issue-bound (the two consumer warps of a scheduler issue it back to back while
-// the tensor cores idle), hence one variant for the plain GEMM (pack, store: plain_epilogue) and
-// one for alpha and C (row pointers hoisted out of the element loop).
+// the tensor cores idle), hence a light variant without C (ep_light_mode: scale or not, pack,
+// store) and one with C (row pointers hoisted out of the element loop).
 template <class L, int H, int kMode, bool kT, bool kStm, int R>
 __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                  uint32_t stage_base, int row0, int n0, int M, int N) {

@@ -125,15 +125,7 @@ struct gemm_layout {
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  // setmaxnreg budgets: 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 64 K registers per SM.
-  // TK_PRODUCER_REGS / TK_CONSUMER_REGS: A/B build defines.
-#ifndef TK_PRODUCER_REGS
-#define TK_PRODUCER_REGS 40
-#endif
-#ifndef TK_CONSUMER_REGS
-#define TK_CONSUMER_REGS 232
-#endif
-  static constexpr int PRODUCER_REGS = TK_PRODUCER_REGS, CONSUMER_REGS = TK_CONSUMER_REGS;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
   // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a

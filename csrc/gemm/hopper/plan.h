@@ -350,9 +350,9 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // Swapped (skinny) problems cluster even below one wave: the pair shares the token tile.
   // (Also tried, H200 2026-11-25c: 128-wide clustered tiles and unswapped skinny pairs sharing
   // the weight tile: no faster, benchmarks/NOTES.md.)
-  const bool long_run = p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles >= num_sms &&
-                        tiles * k_tiles >= kLongRunWork;
-  const bool cluster256 = p.bm == 128 && p.bn == 256 && p.splits == 1 && tiles_m >= 2 &&
+  const bool unsplit256 = p.bm == 128 && p.bn == 256 && p.splits == 1;
+  const bool long_run = unsplit256 && tiles >= num_sms && tiles * k_tiles >= kLongRunWork;
+  const bool cluster256 = unsplit256 && tiles_m >= 2 &&
                           (max_cluster == 2 ? tiles >= num_sms || p.swap_ab : max_cluster == 0 && long_run);
   p.cluster = pair_rows || cluster256 ? 2 : 1;
   p.group_m = group_m > 0 ? group_m : long_run ? kLongRunGroupM : 8;
