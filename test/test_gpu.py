@@ -561,7 +561,7 @@ def test_gemm_short_k_many_units(shape, layout, dtype):
 def test_addmm_alpha_without_c(shape, dtype):
     """alpha != 1 and no C term (beta = 0): the epilogue's affine path with no C rows
     (epilogue.cuh out_pair), in the deferred 128x256 rounds (several units per CTA), the swapped
-    transposed store and the one-warpgroup 128x128 tiles; alpha = 1 (under TK_PLAIN_EPILOGUE=1) the plain path."""
+    transposed store and the one-warpgroup 128x128 tiles; alpha = 1 the plain path (TK_PLAIN_EPILOGUE, default 1)."""
     M, N, K = shape
     a = make_matrix(M, K, dtype, "n", device=DEV)
     b = make_matrix(K, N, dtype, "t", device=DEV)

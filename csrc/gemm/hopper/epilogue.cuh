@@ -133,14 +133,12 @@ __device__ __forceinline__ CRows<OutT> c_rows(const Epilogue<OutT>& ep, int t, i
   return c;
 }
 
-// The plain GEMM's epilogue (alpha 1, no C term): out_pair's kEpPlain. TK_PLAIN_EPILOGUE=1 (build
-// define, opt-in until timed against the default: scripts/ab_build.sh with
-// AB_DEFINES=TK_PLAIN_EPILOGUE=1): one-strip kernels take kEpPlain for the plain GEMM; default 0,
-// kEpScale without C and kEpAffine with it, as before. GPU-tested (2026-11-26c: test_addmm,
-// test_addmm_alpha_without_c, the deferred / transposed / one-warpgroup epilogue tests: 277
-// passed); timed only against every call through kEpAffine (3-8% faster, benchmarks/NOTES.md).
+// The plain GEMM's epilogue (alpha 1, no C term): out_pair's kEpPlain. TK_PLAIN_EPILOGUE (build
+// define, default 1): one-strip kernels take kEpPlain for the plain GEMM; 0 restores kEpScale
+// without C (the previous default, kept for A/Bs: scripts/ab_build.sh). Timed 2026-11-26d (H200,
+// 10 K = 2048-4096 cases, 3 rounds): geomean vs cuBLAS 0.988 -> 1.000 (benchmarks/NOTES.md).
 #ifndef TK_PLAIN_EPILOGUE
-#define TK_PLAIN_EPILOGUE 0
+#define TK_PLAIN_EPILOGUE 1
 #endif
 // Epilogue variants (out_pair's kMode): kEpPlain acc as it is (alpha 1, no C: the plain GEMM,
 // whose epilogue then issues no multiplies -- it is instruction-bound, pipeline_trace.py);
