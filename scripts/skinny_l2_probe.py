@@ -2,7 +2,7 @@
 
 Needs a TK_EXPERIMENTS=1 build (knobs re-read per call). For M in PROBE_M (default 8,16,64,128,256)
 x the suite's weights (or PROBE_NK="NxK,..."): the default plan and a few TK_HOPPER_TILE settings
-(swap:bm:bn:splits:cluster; invalid ones skipped), each checked against a float64 reference, timed
+(swap:bm:bn:splits:cluster, or PROBE_TILES="t1,t2,..." for every M; invalid ones skipped), each checked against a float64 reference, timed
 per call (CUDA events, median of 50, 3 interleaved rounds) after a 256 MB memset ("dirty": the L2
 left full of dirty lines, as triton's do_bench leaves it) or the memset and a 256 MB read ("clean").
 Prints shape, L2 state, variant, ours us, F.linear us, F.linear / ours. Results 2026-11-26d:
@@ -35,6 +35,8 @@ def per_call(fn, mode, n=50):
 
 
 def cands(M):
+    if os.environ.get("PROBE_TILES"):  # comma list of TK_HOPPER_TILE settings for every M
+        return os.environ["PROBE_TILES"].split(",")
     if M <= 16:
         return ["1:128:64:1:1", "1:128:64:2:1", "1:128:64:4:1"]
     if M <= 64:
