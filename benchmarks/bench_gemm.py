@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -67,12 +68,16 @@ def parse_args(argv=None):
                    help="at least this many timed calls (and a quarter as many warm-up calls) per measurement: long kernels "
                         "(8192x57344x8192: 11 ms) otherwise get ~5 calls, too few to ride out the clock "
                         "changes of a power-capped GPU (default 20)")
-    p.add_argument("--l2", choices=("dirty", "clean"), default="dirty",
-                   help="L2 state before each timed call: dirty (default: triton do_bench's 256 MB memset, "
+    p.add_argument("--l2", choices=("dirty", "clean"), default=os.environ.get("TK_BENCH_L2", "dirty"),
+                   help="L2 state before each timed call (default: $TK_BENCH_L2, else dirty, which the A/B "
+                        "scripts pass on): dirty (triton do_bench's 256 MB memset, "
                         "which leaves the L2 full of dirty lines that the GEMM's misses must write back) or "
                         "clean (the same memset, then a 256 MB read, so the GEMM's misses evict clean lines: "
                         "closer to a decode step, whose earlier kernels mostly read)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.l2 not in ("dirty", "clean"):  # argparse does not check a default against the choices
+        p.error(f"--l2 / TK_BENCH_L2: {args.l2!r} is not dirty or clean")
+    return args
 
 
 # ----------------------------------------------------------------------------- timing

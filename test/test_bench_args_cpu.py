@@ -1,0 +1,37 @@
+"""benchmarks/bench_gemm.py's L2-state option (--l2 / TK_BENCH_L2), on the CPU: the default, the
+environment default the A/B scripts pass on, and a clear error for anything else."""
+import importlib.util
+import pathlib
+
+import pytest
+
+_PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gemm.py"
+
+
+def _bench_gemm():
+    spec = importlib.util.spec_from_file_location("bench_gemm_under_test", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_l2_default_is_the_do_bench_flush(monkeypatch):
+    monkeypatch.delenv("TK_BENCH_L2", raising=False)
+    assert _bench_gemm().parse_args([]).l2 == "dirty"
+
+
+def test_l2_flag_and_environment(monkeypatch):
+    monkeypatch.setenv("TK_BENCH_L2", "clean")
+    b = _bench_gemm()
+    assert b.parse_args([]).l2 == "clean"
+    assert b.parse_args(["--l2", "dirty"]).l2 == "dirty"  # the flag wins over the environment
+
+
+def test_l2_bad_value_names_the_option(monkeypatch, capsys):
+    monkeypatch.setenv("TK_BENCH_L2", "warm")
+    with pytest.raises(SystemExit):
+        _bench_gemm().parse_args([])
+    assert "TK_BENCH_L2" in capsys.readouterr().err
+    monkeypatch.delenv("TK_BENCH_L2")
+    with pytest.raises(SystemExit):
+        _bench_gemm().parse_args(["--l2", "warm"])
