@@ -19,6 +19,13 @@
 #include "epilogue.cuh"
 #include "gemm_experiments.cuh"
 
+// TK_BM64_SPLIT=1 (build define, A/B; not GPU-tested yet): the 64-row kernels compile the split-K
+// decode too, so a forced TK_HOPPER_TILE with bm 64 and splits > 1 runs (e.g. 64x4096x4096 as 128
+// swapped 64x64 units of half the K instead of 64 whole ones); no default plan asks for it.
+#ifndef TK_BM64_SPLIT
+#define TK_BM64_SPLIT 0
+#endif
+
 namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
@@ -58,7 +65,8 @@ struct gemm_layout {
   // cycles per k tile in a 2-CTA cluster; H200 128x4096x4096 22.7 -> 19.2 us, benchmarks/NOTES.md;
   // 64 x 128 tiles measured even or slower, so 1 there). A unit's k range must then be whole stages
   // or end at K (the tile past K arrives zero-filled): 64-row plans never split K (launch_impl.cuh
-  // checks). TK_BM64_KT (build define, A/B): 1 or 2 for every 64-row kernel.
+  // checks) unless built with TK_BM64_SPLIT=1 (below). TK_BM64_KT (build define, A/B): 1 or 2 for
+  // every 64-row kernel.
 #ifndef TK_BM64_KT
 #define TK_BM64_KT 0
 #endif
@@ -213,7 +221,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
       // its 64-bit division helper once the deferred epilogue's registers were live; since
       // 2026-11-25f split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
-      if (L::BM == 64 || splits == 1) {
+      if ((L::BM == 64 && !TK_BM64_SPLIT) || splits == 1) {
         w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
         kr = KRange{0, k_tiles};
       } else {

@@ -105,7 +105,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
   if (L::kRingStaging && (p.units > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
-  if (L::BM == 64 && p.splits > 1) return "64-row tiles run without split-K";
+  if (L::BM == 64 && p.splits > 1 && !TK_BM64_SPLIT) return "64-row tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
