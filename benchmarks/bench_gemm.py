@@ -68,14 +68,14 @@ def parse_args(argv=None):
                    help="at least this many timed calls (and a quarter as many warm-up calls) per measurement: long kernels "
                         "(8192x57344x8192: 11 ms) otherwise get ~5 calls, too few to ride out the clock "
                         "changes of a power-capped GPU (default 20)")
-    p.add_argument("--l2", choices=("dirty", "clean"), default=os.environ.get("TK_BENCH_L2", "dirty"),
-                   help="L2 state before each timed call (default: $TK_BENCH_L2, else dirty, which the A/B "
+    p.add_argument("--l2", default=os.environ.get("TK_BENCH_L2", "dirty"),
+                   help="dirty or clean: the L2 state before each timed call (default: $TK_BENCH_L2, else dirty, which the A/B "
                         "scripts pass on): dirty (triton do_bench's 256 MB memset, "
                         "which leaves the L2 full of dirty lines that the GEMM's misses must write back) or "
                         "clean (the same memset, then a 256 MB read, so the GEMM's misses evict clean lines: "
                         "closer to a decode step, whose earlier kernels mostly read)")
     args = p.parse_args(argv)
-    if args.l2 not in ("dirty", "clean"):  # argparse does not check a default against the choices
+    if args.l2 not in ("dirty", "clean"):  # checked here, not by choices=: the default comes from the environment
         p.error(f"--l2 / TK_BENCH_L2: {args.l2!r} is not dirty or clean")
     return args
 
@@ -109,7 +109,27 @@ def make_timer(args):
     except Exception:  # noqa: BLE001 - triton missing or broken: CUDA events
         pass
 
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    return events_timer(args, dirty.zero_, "cuda events (median), L2 flushed before each call")
+
+
+def clean_l2_timer(args):
+    """After the same 256 MB memset as triton's do_bench, a 256 MB read: it evicts the memset's
+    dirty lines outside the timed window (H200, 2026-11-26d: cuBLAS at 64x4096x4096 17.5 -> 14.2
+    us with it, ours 18.1 -> 18.4; benchmarks/NOTES.md)."""
+    dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    clean = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+
+    def flush():
+        dirty.zero_()
+        torch.sum(clean)
+
+    return events_timer(args, flush, "cuda events (median), L2 flushed clean before each call "
+                                     "(256 MB memset, then a 256 MB read)")
+
+
+def events_timer(args, flush, desc):
+    """Per-call CUDA events with flush() (evicting the L2) before each call; median."""
 
     def bench(fn):
         # warm up for ~warmup_ms, estimate the per-call time, then time n calls one by one
@@ -125,7 +145,7 @@ def make_timer(args):
         n = max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
         times = []
         for _ in range(n):
-            flush.zero_()  # evict L2 between calls
+            flush()
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fn()
@@ -134,36 +154,7 @@ def make_timer(args):
             times.append(s.elapsed_time(e))
         return statistics.median(times)
 
-    return bench, "cuda events (median), L2 flushed before each call"
-
-
-def clean_l2_timer(args):
-    """Per-call CUDA events after a 256 MB memset (as triton's do_bench) and a 256 MB read: the
-    read evicts the memset's dirty lines outside the timed window (H200, 2026-11-26d: cuBLAS at
-    64x4096x4096 17.5 -> 14.2 us with it, ours 18.1 -> 18.4; benchmarks/NOTES.md)."""
-    dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    clean = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
-
-    def bench(fn):
-        def timed(n):
-            ev = []
-            for _ in range(n):
-                dirty.zero_()
-                torch.sum(clean)
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                fn()
-                e.record()
-                ev.append((s, e))
-            torch.cuda.synchronize()
-            return [s.elapsed_time(e) for s, e in ev]
-
-        est = statistics.median(timed(3))
-        timed(max(3, int(args.warmup_ms / max(est, 1e-3))))  # warm-up
-        n = max(args.min_calls, min(1000, int(args.rep_ms / max(est, 1e-3))))
-        return statistics.median(timed(n))
-
-    return bench, "cuda events (median), L2 flushed clean before each call (256 MB memset, then a 256 MB read)"
+    return bench, desc
 
 
 # ----------------------------------------------------------------------------- one case
