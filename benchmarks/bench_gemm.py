@@ -109,6 +109,11 @@ def make_timer(args):
     except Exception:  # noqa: BLE001 - triton missing or broken: CUDA events
         pass
 
+    return dirty_l2_timer(args)
+
+
+def dirty_l2_timer(args):
+    """A 256 MB memset before each call, as triton's do_bench (its dirty lines stay in the L2)."""
     dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     return events_timer(args, dirty.zero_, "cuda events (median), L2 flushed before each call")
 

@@ -8,30 +8,25 @@ left full of dirty lines, as triton's do_bench leaves it) or the memset and a 25
 Prints shape, L2 state, variant, ours us, F.linear us, F.linear / ours. Results 2026-11-26d:
 benchmarks/results/h200_2026-11-26d_l2.txt. Usage: python3 scripts/skinny_l2_probe.py
 """
+import argparse
 import os
+import pathlib
 import statistics
+import sys
+
 import torch
 import torch_tk
 
-buf_w = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-buf_r = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_gemm  # noqa: E402  (its CUDA-event timers: the two L2 states)
+
+# 50 timed calls per measurement (min_calls; rep_ms 0), a short warm-up.
+_TIMING = argparse.Namespace(warmup_ms=5.0, rep_ms=0.0, min_calls=50)
+_BENCH = {"dirty": bench_gemm.dirty_l2_timer(_TIMING)[0], "clean": bench_gemm.clean_l2_timer(_TIMING)[0]}
 
 
-def flush(mode):
-    buf_w.zero_()
-    if mode == "clean":
-        torch.sum(buf_r)
-
-
-def per_call(fn, mode, n=50):
-    ts = []
-    for _ in range(n):
-        flush(mode)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record()
-        ts.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in ts) * 1e3
+def per_call(fn, mode):
+    return _BENCH[mode](fn) * 1e3  # us
 
 
 def cands(M):
