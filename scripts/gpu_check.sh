@@ -39,9 +39,12 @@ if [ "$MODE" != sanitize ]; then
   python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1
   tests_rc=$?
   tests=$(tail -n 1 "$OUT/pytest.log")
-  # The skinny kernel's 9..16-token tiles run only under the knob (skinny_plan.h kSkinnyMaxM = 8).
-  TK_HOPPER_SKINNY_MAX_M=16 python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
-  tests="$tests; skinny tests at max M 16: $(tail -n 1 "$OUT/pytest.log")"
+  # The skinny kernel's other 9..16-token CTA shapes run only under the knob (skinny_plan.h:
+  # by default only 32 rows x 16 warps): 16 rows x 8 warps, 32 rows x 8 warps.
+  for rows in 16 32; do
+    TK_HOPPER_SKINNY_ROWS16=$rows python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
+    tests="$tests; skinny tests, ROWS16=$rows: $(tail -n 1 "$OUT/pytest.log")"
+  done
 fi
 
 san=""
@@ -80,12 +83,12 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(cluster=2,group_m=16)=rc$rc"
   # the non-default kernels: full boxes zero-filled past M / N instead of the tail boxes, the
-  # skinny kernel's 9..16-token CTAs, two consumer warpgroups on every 128x128 tile, 256-wide
+  # skinny kernel's 32-row 8-warp CTAs, two consumer warpgroups on every 128x128 tile, 256-wide
   # tiles where the default takes 192 (160x20000x520)
-  TK_HOPPER_TAIL_BOX=0 TK_HOPPER_SKINNY_MAX_M=16 TK_HOPPER_ONE_WG=0 TK_HOPPER_BN192=0 timeout 300 compute-sanitizer --tool memcheck \
+  TK_HOPPER_TAIL_BOX=0 TK_HOPPER_SKINNY_ROWS16=32 TK_HOPPER_ONE_WG=0 TK_HOPPER_BN192=0 timeout 300 compute-sanitizer --tool memcheck \
     --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(tail_box=0,skinny16,wg64,bn256)=rc$rc"
+  san="$san memcheck(tail_box=0,skinny32x8,wg64,bn256)=rc$rc"
 fi
 
 if [ "$MODE" = full ] || [ "$MODE" = perf ]; then

@@ -9,8 +9,7 @@ clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 14
 stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tiles of 16 k tiles
 (with TK_HOPPER_STREAMK=1 or 3, plan.h kStreamKTail: all of them dealt by k iteration);
 5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
-mma.sync kernel (tn = 1, partial K chunk, partial last CTA; 9..16 tokens, tn = 2, only under
-TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh's second memcheck run sets);
+mma.sync kernel (tn = 1, partial K chunk, partial last CTA);
 300x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
 output: 300x257x100, 60x1032x100, 14x8200x130; TK_HOPPER_ONE_WG=0, the second run, turns them
 back into two-warpgroup tiles); 190x20000x520 -> swapped 128x192 tiles, 157 units, 3 epilogue
@@ -25,8 +24,9 @@ a split 128x256 plan re-planned); 150x2100x1000 -> 64x64 tiles in
 set, 40x8200x520 -> swapped 64x64 tiles; 60x1032x100 -> swapped 128x64 tiles, unsplit: the
 transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one k tile each on
 <= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next; 11x4100x999
-and 14x8200x130 -> swapped 64x64 / 128x64 tiles (the skinny kernel's 32-row CTAs, 16 / 8 warps, under
-the knob). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
+-> the skinny kernel's 32-row CTAs of 16 warps (9..16 tokens, tn = 2, partial CTA, odd K re-pitched)
+and 14x8200x130 -> swapped 128x64 tiles (under TK_HOPPER_SKINNY_ROWS16=32, gpu_check.sh's second
+memcheck run: both in 32-row CTAs of 8 warps). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
 import torch

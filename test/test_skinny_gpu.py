@@ -1,5 +1,6 @@
-"""GPU tests of the skinny (decode-shape) kernel: M <= 8 tokens by default (9..16 under
-TK_HOPPER_SKINNY_MAX_M=16, which scripts/gpu_check.sh runs this file with too), F.linear's layout
+"""GPU tests of the skinny (decode-shape) kernel: M <= 16 tokens (9..16 by default only in 32-row
+CTAs of 16 warps, one per SM; scripts/gpu_check.sh also runs this file under
+TK_HOPPER_SKINNY_ROWS16=16 and =32, the other CTA shapes), F.linear's layout
 (A row-major, B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data,
 NaN-poisoned allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance;
 every case also asserts which Hopper kernel ran: the skinny one up to the limit, the wgmma GEMM
@@ -26,10 +27,11 @@ SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 11
 SHAPES += [(11, 4100, 999), (14, 8200, 130)]
 
 
-def _max_m():
-    # the dispatcher's token limit in this process (read once there, like here)
-    v = os.environ.get("TK_HOPPER_SKINNY_MAX_M")
-    return min(int(v), 16) if v else torch_tk._C.hopper_skinny_max_m
+def _plan_knobs():
+    # the dispatcher's token limit and 9..16-token CTA shape in this process (read once there)
+    v, r = os.environ.get("TK_HOPPER_SKINNY_MAX_M"), os.environ.get("TK_HOPPER_SKINNY_ROWS16")
+    max_m = min(int(v), 16) if v else torch_tk._C.hopper_skinny_max_m
+    return {"max_m": max_m, "rows_tn2": int(r) if r in ("16", "32", "33") else 0}
 
 
 def _skinny_ran(w, M, N, K):
@@ -37,7 +39,7 @@ def _skinny_ran(w, M, N, K):
     and no full unsplit wave of wgmma tiles (skinny_plan.h)."""
     w.assert_hopper(2)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if torch_tk._C.hopper_skinny_plan(M, N, K, sms=sms, max_m=_max_m())["use"]:
+    if torch_tk._C.hopper_skinny_plan(M, N, K, sms=sms, **_plan_knobs())["use"]:
         assert w.delta["hopper_skinny"] >= 2, f"the skinny kernel did not run: {w.delta}"
     else:
         assert w.delta["hopper_skinny"] == 0, f"the skinny kernel ran outside its plan: {w.delta}"

@@ -108,16 +108,24 @@ def test_skinny_plan_tiles(M):
         assert (q["rows"], q["warps"], q["grid"]) == ((16, 8, 256) if M <= 8 else want)
 
 
-@pytest.mark.parametrize("N,want", [(2048, (16, 8)), (4096, (32, 16)), (4224, (32, 16)), (4256, (32, 8)),
-                                    (8192, (32, 8)), (8448, (32, 8)), (8480, (16, 8)), (14336, (16, 8))])
+@pytest.mark.parametrize("N,want", [(2048, None), (4096, (32, 16)), (4224, (32, 16)), (4256, None),
+                                    (8192, None), (14336, None)])
 def test_skinny_plan_cta_shape_for_16_tokens(N, want):
-    # 32 rows while those CTAs fill one wave and half the SMs: 16 warps up to one per SM, then 8
-    p = _C.hopper_skinny_plan(16, N, 4096, max_m=16, vs_gemm=False)
-    assert p["use"] and (p["rows"], p["warps"]) == want and p["grid"] == -(-N // p["rows"])
+    # 32 rows x 16 warps while those CTAs fill one wave and half the SMs; else the wgmma plan
+    p = _C.hopper_skinny_plan(16, N, 4096, vs_gemm=False)
+    assert p["use"] == (want is not None)
+    if want is not None:
+        assert (p["rows"], p["warps"]) == want and p["grid"] == -(-N // p["rows"])
+    # forced CTA shapes (TK_HOPPER_SKINNY_ROWS16) run wherever half the SMs fill in 16-row CTAs
+    for forced, shape in ((16, (16, 8)), (32, (32, 8)), (33, (32, 16))):
+        q = _C.hopper_skinny_plan(16, N, 4096, rows_tn2=forced, vs_gemm=False)
+        assert q["use"] and (q["rows"], q["warps"]) == shape and q["grid"] == -(-N // q["rows"])
 
 
 def test_skinny_plan_declines():
-    assert not _C.hopper_skinny_plan(9, 4096, 4096)["use"]  # default M limit 8 (the wgmma kernel is faster)
+    assert _C.hopper_skinny_plan(9, 4096, 4096)["use"]  # 9..16 tokens: 128 CTAs of 32 rows, one per SM
+    assert not _C.hopper_skinny_plan(9, 14336, 4096)["use"]  # 448 of them: the wgmma kernel is faster
+    assert not _C.hopper_skinny_plan(9, 4096, 4096, max_m=8)["use"]  # TK_HOPPER_SKINNY_MAX_M=8
     assert not _C.hopper_skinny_plan(17, 4096, 4096, max_m=64)["use"]  # capped at the kernel's 16 tokens
     assert not _C.hopper_skinny_plan(8, 4096, 4096, a_k_contig=False)["use"]
     assert not _C.hopper_skinny_plan(8, 4096, 4096, b_k_contig=False)["use"]

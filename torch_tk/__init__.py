@@ -34,8 +34,8 @@ def kernel_counters():
     Returns:
         dict with int values under "hopper" (the sm_90a kernel ran), "fallback" (a CUDA call ran
         the reference matmul; see :func:`fallback_reasons`), "cpu" (the CPU reference ran) and
-        "hopper_skinny" (the part of "hopper" that ran the decode-shape kernel: M <= 8 by
-        default, TK_HOPPER_SKINNY_MAX_M up to 16),
+        "hopper_skinny" (the part of "hopper" that ran the decode-shape kernel: M <= 16,
+        9..16 only in the CTA shape skinny_plan.h picks; TK_HOPPER_SKINNY_MAX_M lowers it),
         "hopper_stream_k" (the part that ran a stream-K tail: opt-in, TK_HOPPER_STREAMK=1);
         ROCm builds add "cdna3" (the gfx942 HIP kernel ran).
     """

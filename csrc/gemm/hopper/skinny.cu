@@ -8,8 +8,8 @@ namespace tk::hopper {
 
 namespace {
 
-template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
-const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
+template <typename T, typename OutT, int RM, int TN, int WARPS, int LOAD>
+const char* launch_load(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
   const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
                              static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
   // GemmArgs::dependent: launched as a programmatic dependent of the previous kernel (the kernel
@@ -23,9 +23,19 @@ const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s)
   cfg.stream = s;
   cfg.attrs = &pdl;
   cfg.numAttrs = g.dependent ? 1 : 0;
-  cudaError_t err = cudaLaunchKernelEx(&cfg, skinny::skinny_kernel<T, OutT, RM, TN, WARPS>, a);
+  cudaError_t err = cudaLaunchKernelEx(&cfg, skinny::skinny_kernel<T, OutT, RM, TN, WARPS, LOAD>, a);
   if (err == cudaSuccess) err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
+const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
+  switch (sp.load) {
+    case skinny::kLoadPlain: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPlain>(g, sp, s);
+    case skinny::kLoadPrefetch: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPrefetch>(g, sp, s);
+    case skinny::kLoadEvictFirst: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadEvictFirst>(g, sp, s);
+  }
+  return "no skinny kernel for this weight load flavour";
 }
 
 template <typename T, typename OutT>

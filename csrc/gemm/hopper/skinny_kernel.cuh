@@ -32,12 +32,26 @@ struct Args {
   float alpha, beta;
 };
 
-// Weights are read once: keep them out of L1 (ld.global.nc.L1::no_allocate).
-__device__ __forceinline__ uint4 load_stream(const void* p) {
+// Weight loads (SkinnyPlan::load): read once, so kept out of L1 (ld.global.nc.L1::no_allocate);
+// kLoadPrefetch also has L2 fetch the 256 B around each 16-B access (.L2::256B; a warp's step
+// touches 64 B of each of 16 rows, the other warps the rest later: H200 +2-5%, benchmarks/NOTES.md);
+// kLoadEvictFirst adds an L2 evict_first cache policy (`policy`, from createpolicy; A/B).
+constexpr int kLoadPlain = 0, kLoadPrefetch = 1, kLoadEvictFirst = 2;
+template <int LOAD>
+__device__ __forceinline__ uint4 load_stream(const void* p, uint64_t policy) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
+  if constexpr (LOAD == kLoadPlain)
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+  else if constexpr (LOAD == kLoadPrefetch)
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+  else
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "l"(policy));
   return v;
 }
 __device__ __forceinline__ uint4 load_cached(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
@@ -86,7 +100,7 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[RM][TN][4], const uint4 (
                     word(wv[i][1], 2 * s + 1), word(xv[j], 2 * s), word(xv[j], 2 * s + 1));
 }
 
-template <typename T, typename OutT, int RM, int TN, int WARPS>
+template <typename T, typename OutT, int RM, int TN, int WARPS, int LOAD>
 __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) {
   constexpr int ROWS = 16 * RM, COLS = 8 * TN, LD = COLS + 1;  // +1: conflict-free reduction reads
   constexpr int VECS = 2 * RM + TN, U = VECS <= 6 ? 4 : 2;     // chunks in flight per lane
@@ -96,6 +110,8 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
   // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
   // plain launch returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  uint64_t policy = 0;
+  if constexpr (LOAD == kLoadEvictFirst) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   // Rows past N / tokens past M read a valid row (the last) and are never stored.
   const uint16_t* wl[RM][2];
   const uint16_t* xl[TN];
@@ -125,7 +141,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
       for (int i = 0; i < RM; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream(wl[i][h] + k);
+        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream<LOAD>(wl[i][h] + k, policy);
 #pragma unroll
       for (int j = 0; j < TN; ++j) xv[u][j] = load_cached(xl[j] + k);
     }
@@ -138,7 +154,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream(wl[i][h] + k);
+      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream<LOAD>(wl[i][h] + k, policy);
 #pragma unroll
     for (int j = 0; j < TN; ++j) xv[j] = load_cached(xl[j] + k);
     chunk_mma<T, RM, TN>(acc, wv, xv);

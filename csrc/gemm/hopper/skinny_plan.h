@@ -13,12 +13,18 @@
 
 namespace tk::hopper {
 
+// Weight load flavour (skinny_kernel.cuh kLoad*): 1, the L2 256-B prefetch (H200, 2 rounds, us,
+// plain / prefetch, dirty L2 then clean: 8x14336x4096 38.3 / 36.7, 35.3 / 33.5; 1x4096x4096
+// 16.3 / 15.5, 13.4 / 13.2).
+constexpr int kSkinnyLoad = 1;
+
 struct SkinnyPlan {
   bool use;
   int rows;   // weight rows (output columns N) per CTA: 16 or 32 (one or two m16 tiles per warp)
   int tn;     // token (M) tiles of 8 per warp: 1 or 2
   int warps;  // warps per CTA, splitting K between them
   int grid;   // CTAs: ceil(N / rows)
+  int load = kSkinnyLoad;  // weight load flavour, skinny_kernel.cuh kLoad* (A/B knob TK_HOPPER_SKINNY_LOAD)
 };
 
 constexpr int kSkinnyWarps = 8;
@@ -26,11 +32,14 @@ constexpr int kSkinnyWarps = 8;
 // per-CTA re-reads of the token rows from L2 (N / 16 CTAs each read all M x K) made it 0.6-0.9x
 // of the wgmma kernel (H100, benchmarks/NOTES.md).
 constexpr int kSkinnyKernelMaxM = 16;
-// Largest M the dispatcher gives it by default. Up to 2026-11-25 this was 16; since the wgmma
-// kernel's token tile loads through an exact tail box (no zero-filled rows), the wgmma path is
-// ahead at 9..16 tokens (H200, 2 alternating rounds, us, skinny / wgmma: 16x14336x4096 43.5 /
-// 38.4, 16x8192x8192 46.0 / 41.8, 16x4096x14336 42.5 / 41.4; 16x4096x4096 17.6 / 18.1).
-constexpr int kSkinnyMaxM = 8;
+// Largest M the dispatcher gives it by default: 16, but 9..16 tokens only in the one shape that
+// measured faster than the wgmma plan (below). History: 16 until 2026-11-25, then 8 (the wgmma
+// token tile's exact tail box); 16 again since 2026-11-26e with the L2 prefetch on weight loads
+// (kSkinnyLoad) and timings in both L2 states (H200, 2 rounds, us, wgmma / skinny, dirty then
+// clean L2: 16x4096x4096 17.5 / 16.9, 17.7 / 14.7; 12x4096x4096 17.3 / 17.1, 17.6 / 14.4;
+// 16x4096x14336 41.2 / 40.8, 36.6 / 36.6; but 16x14336x4096, 16 rows per CTA, 38.7 / 39.4,
+// 34.7 / 36.4).
+constexpr int kSkinnyMaxM = 16;
 // The skinny kernel also yields to a wgmma plan that streams the weights in one full wave without
 // K splits (grid >= 7/8 of the SMs, splits == 1): H200, us, skinny / wgmma: 1x8192x8192 43.3 /
 // 42.0, 8x8192x8192 44.2 / 41.7 (128 unsplit 64 x 64 tiles); at 112 tiles (N = 14336, K = 4096)
@@ -47,11 +56,11 @@ constexpr int kSkinnyRowsTn2 = 0;
 // gemm: the wgmma plan the dispatcher would run instead (nullptr: no comparison).
 // rows_tn2: the CTA shape for M > 8 (kSkinnyRowsTn2).
 // For 9..16 tokens the token rows (M x K) are read from L2 once per CTA, as many bytes as the
-// weights at 16 rows per CTA; 32 rows per CTA halve that but halve the CTAs. So 32 rows when
-// those CTAs still fill one wave and at least half the SMs: with 16 warps when there is at most
-// one per SM, else with 8 (at most two per SM). H200, 2 rounds, ratio to torch.mm for 16 / 32x8 /
-// 32x16: 16x4096x4096 1.003 / 0.931 / 1.075, 16x4096x14336 0.893 / 0.752 / 0.992, 16x8192x8192
-// 0.862 / 0.956 / 0.906, 12x8192x8192 0.880 / 0.974 / 0.929, 16x14336x4096 0.939 / 0.867 / 0.890.
+// weights at 16 rows per CTA; 32 rows per CTA halve that but halve the CTAs. Chosen (rows_tn2 0):
+// 32 rows of 16 warps when those CTAs fill one wave and at least half the SMs (one per SM), else
+// the wgmma plan (H200, 2026-11-25, dirty L2, ratio to torch.mm for 16 / 32x8 / 32x16 rows x warps:
+// 16x4096x4096 1.003 / 0.931 / 1.075, 16x4096x14336 0.893 / 0.752 / 0.992, 16x8192x8192 0.862 /
+// 0.956 / 0.906, 12x8192x8192 0.880 / 0.974 / 0.929, 16x14336x4096 0.939 / 0.867 / 0.890).
 inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_contig, int num_sms,
                               int max_m = kSkinnyMaxM, int rows_tn2 = kSkinnyRowsTn2,
                               const GemmPlan* gemm = nullptr) {
@@ -64,7 +73,13 @@ inline SkinnyPlan plan_skinny(int M, int N, int K, bool a_k_contig, bool b_k_con
   p.use = (N + 15) / 16 >= num_sms / 2;
   if (p.tn == 2) {
     const int ctas32 = (N + 31) / 32;
-    if (rows_tn2 == 0) rows_tn2 = ctas32 < num_sms / 2 ? 16 : ctas32 <= num_sms ? 33 : ctas32 <= 2 * num_sms ? 32 : 16;
+    if (rows_tn2 == 0) {
+      if (ctas32 < num_sms / 2 || ctas32 > num_sms) {  // the wgmma plan (see above)
+        p.use = false;
+        return p;
+      }
+      rows_tn2 = 33;
+    }
     if (rows_tn2 >= 32) p.rows = 32;
     if (rows_tn2 == 33) p.warps = 16;
   }
