@@ -187,9 +187,10 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("a_k_contig") = true, py::arg("b_k_contig") = true,
       py::arg("sms") = 132, py::arg("max_m") = tk::hopper::kSkinnyMaxM,
-      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2, py::arg("vs_gemm") = true,
+      py::arg("rows_tn2") = tk::hopper::kSkinnyRowsTn2, py::arg("vs_gemm") = tk::hopper::kSkinnyYield,
       "Whether the Hopper dispatcher runs the skinny kernel for (M, N, K), and its tile (csrc/gemm/hopper/skinny_plan.h); "
-      "vs_gemm=False leaves out the comparison with the default wgmma plan (one full unsplit wave wins).");
+      "vs_gemm=True (the dispatcher's under TK_HOPPER_SKINNY_YIELD=1; default kSkinnyYield) yields to a default wgmma "
+      "plan of one full unsplit wave.");
   m.def(
       "mma16816_coord",
       [](const std::string& operand, int lane, int reg, int half) {

@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 # N = 1057: a partial 16/32-row CTA; K = 1000 (partial 32-chunk), 999 (odd: re-pitched), 7 (tail only).
 SHAPES = [(m, n, k) for m in (1, 3, 8, 9, 13, 16) for (n, k) in ((4096, 4096), (1057, 1000))]
 SHAPES += [(5, 2048, 999), (12, 1100, 7), (9, 4096, 33), (2, 14336, 64), (16, 1111, 8191)]
-# 32-row CTAs (skinny_plan.h, 132 SMs): 16 warps with a partial CTA and odd K; 8 warps, partial CTA
-# (K = 130: at K = 1000 the wgmma plan is 129 unsplit 64-row tiles, a full wave, and takes it).
+# 32-row CTAs (skinny_plan.h, 132 SMs): 16 warps with a partial CTA and odd K; 8 warps (under
+# TK_HOPPER_SKINNY_ROWS16=32), partial CTA.
 SHAPES += [(11, 4100, 999), (14, 8200, 130)]
 
 
@@ -31,12 +31,14 @@ def _plan_knobs():
     # the dispatcher's token limit and 9..16-token CTA shape in this process (read once there)
     v, r = os.environ.get("TK_HOPPER_SKINNY_MAX_M"), os.environ.get("TK_HOPPER_SKINNY_ROWS16")
     max_m = min(int(v), 16) if v else torch_tk._C.hopper_skinny_max_m
-    return {"max_m": max_m, "rows_tn2": int(r) if r in ("16", "32", "33") else 0}
+    knobs = {"max_m": max_m, "rows_tn2": int(r) if r in ("16", "32", "33") else 0}
+    if os.environ.get("TK_HOPPER_SKINNY_YIELD") in ("0", "1"):
+        knobs["vs_gemm"] = os.environ["TK_HOPPER_SKINNY_YIELD"] == "1"
+    return knobs
 
 
 def _skinny_ran(w, M, N, K):
-    """The skinny kernel ran (twice) exactly where its plan takes the shape: M within the limit
-    and no full unsplit wave of wgmma tiles (skinny_plan.h)."""
+    """The skinny kernel ran (twice) exactly where its plan takes the shape (skinny_plan.h)."""
     w.assert_hopper(2)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if torch_tk._C.hopper_skinny_plan(M, N, K, sms=sms, **_plan_knobs())["use"]:
@@ -114,13 +116,15 @@ def test_skinny_not_used_outside_its_layout():
 
 
 @needs_hopper
-def test_skinny_yields_to_a_full_wave():
-    """8x8192x8192: the wgmma plan is one full wave of unsplit tiles, so the skinny kernel yields."""
+def test_skinny_at_a_full_wgmma_wave():
+    """8x8192x8192: the wgmma plan is one full wave of unsplit tiles; the skinny kernel takes it
+    unless TK_HOPPER_SKINNY_YIELD=1 (skinny_plan.h kSkinnyYield)."""
     a = torch.randn(8, 8192, dtype=torch.bfloat16, device=DEV)
     weight = torch.randn(8192, 8192, dtype=torch.bfloat16, device=DEV)
     with KernelWatch() as w:
         out = run_poisoned(lambda: torch_tk.ops.linear(a, weight), (8, 8192), torch.bfloat16)
     _skinny_ran(w, 8, 8192, 8192)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert not torch_tk._C.hopper_skinny_plan(8, 8192, 8192, sms=sms)["use"]  # the plan yields (the rule: test_skinny_math.py)
+    yields = os.environ.get("TK_HOPPER_SKINNY_YIELD") == "1"
+    assert torch_tk._C.hopper_skinny_plan(8, 8192, 8192, sms=sms, vs_gemm=yields)["use"] != yields  # test_skinny_math.py
     assert rel_err(out, ref64(a, weight.t())) < TOL[torch.bfloat16]

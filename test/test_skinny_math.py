@@ -141,9 +141,11 @@ def test_skinny_plan_declines():
     (1, 14336, 4096, True), (8, 14336, 4096, True),  # wgmma: 112 tiles of 132 SMs (< 7/8)
     (8, 4096, 14336, True), (8, 4096, 4096, True),   # wgmma: K splits or 64 tiles
 ])
-def test_skinny_plan_yields_to_a_full_unsplit_wave(M, N, K, want):
+def test_skinny_plan_yield_to_a_full_unsplit_wave(M, N, K, want):
+    """The opt-in yield (TK_HOPPER_SKINNY_YIELD=1, vs_gemm=True); by default the skinny kernel
+    keeps every shape it can run (skinny_plan.h kSkinnyYield)."""
     g = _C.hopper_plan(M, N, K, 132)
     full = g["splits"] == 1 and g["sk_tiles"] == 0 and 8 * g["grid"] >= 7 * 132
     assert full == (not want)  # the rule, restated from the wgmma plan itself
-    assert _C.hopper_skinny_plan(M, N, K)["use"] == want
-    assert _C.hopper_skinny_plan(M, N, K, vs_gemm=False)["use"]  # the skinny kernel could run it
+    assert _C.hopper_skinny_plan(M, N, K, vs_gemm=True)["use"] == want
+    assert _C.hopper_skinny_plan(M, N, K)["use"]  # the default: no yield

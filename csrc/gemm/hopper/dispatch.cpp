@@ -181,14 +181,16 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), g.out_dtype == hopper::DType::fp32, g.a_mn, g.b_mn);
   // Decode shapes (M <= 16, 9..16 only in one shape of CTA: skinny_plan.h; F.linear's layout) go
-  // to the skinny kernel unless the wgmma plan streams in one full unsplit wave; the limit is
-  // capped at 16 there, and 0 (or less) disables it.
+  // to the skinny kernel; the limit is capped at 16 there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 33);
   // TK_HOPPER_SKINNY_LOAD=0..2: the skinny kernel's weight loads (skinny_plan.h kSkinnyLoad; A/B).
   TK_KNOB int skinny_load = env_int("TK_HOPPER_SKINNY_LOAD", hopper::kSkinnyLoad, 0, 2);
+  // TK_HOPPER_SKINNY_YIELD=1: the skinny kernel yields to a full unsplit wgmma wave (skinny_plan.h
+  // kSkinnyYield; A/B).
+  TK_KNOB int skinny_yield = env_int("TK_HOPPER_SKINNY_YIELD", hopper::kSkinnyYield ? 1 : 0, 0, 1);
   hopper::SkinnyPlan sp = hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()),
-                                              skinny_max_m, skinny_rows, &g.plan);
+                                              skinny_max_m, skinny_rows, skinny_yield ? &g.plan : nullptr);
   sp.load = skinny_load;
   if (sp.use) {
     const char* err = hopper::skinny_launch(g, sp, stream);

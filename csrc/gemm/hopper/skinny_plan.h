@@ -40,10 +40,14 @@ constexpr int kSkinnyKernelMaxM = 16;
 // 16x4096x14336 41.2 / 40.8, 36.6 / 36.6; but 16x14336x4096, 16 rows per CTA, 38.7 / 39.4,
 // 34.7 / 36.4).
 constexpr int kSkinnyMaxM = 16;
-// The skinny kernel also yields to a wgmma plan that streams the weights in one full wave without
-// K splits (grid >= 7/8 of the SMs, splits == 1): H200, us, skinny / wgmma: 1x8192x8192 43.3 /
-// 42.0, 8x8192x8192 44.2 / 41.7 (128 unsplit 64 x 64 tiles); at 112 tiles (N = 14336, K = 4096)
-// they tie (38.3 / 38.9 at M = 1), so 7/8 leaves those to the skinny kernel.
+// Whether the skinny kernel yields to a wgmma plan that streams the weights in one full wave
+// without K splits (grid >= 7/8 of the SMs, splits == 1). It did until 2026-11-26e (H200, us,
+// skinny / wgmma, dirty L2: 1x8192x8192 43.3 / 42.0, 8x8192x8192 44.2 / 41.7); with the L2
+// prefetch (kSkinnyLoad) it no longer pays (2 rounds, us, yield / not, dirty then clean L2:
+// 8x8192x8192 41.9 / 41.1, 38.3 / 35.9; 8x28672x4096 70.9 / 66.6, 64.8 / 60.9; 1x32000x4096
+// 76.1 / 71.8, 70.2 / 66.3; 4x8192x28672 125.3 / 126.2, 118.3 / 113.6). A/B knob
+// TK_HOPPER_SKINNY_YIELD=1.
+constexpr bool kSkinnyYield = false;
 inline bool gemm_plan_streams_one_wave(const GemmPlan& g, int num_sms) {
   return g.splits == 1 && g.sk_tiles == 0 && 8 * int64_t(g.grid) >= 7 * int64_t(num_sms);
 }
