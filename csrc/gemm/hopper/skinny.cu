@@ -30,11 +30,8 @@ const char* launch_load(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s)
 
 template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  switch (sp.load) {
-    case skinny::kLoadPlain: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPlain>(g, sp, s);
-    case skinny::kLoadPrefetch: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPrefetch>(g, sp, s);
-    case skinny::kLoadEvictFirst: return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadEvictFirst>(g, sp, s);
-  }
+  if (sp.load == skinny::kLoadPlain) return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPlain>(g, sp, s);
+  if (sp.load == skinny::kLoadPrefetch) return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPrefetch>(g, sp, s);
   return "no skinny kernel for this weight load flavour";
 }
 

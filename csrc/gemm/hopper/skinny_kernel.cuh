@@ -34,24 +34,20 @@ struct Args {
 
 // Weight loads (SkinnyPlan::load): read once, so kept out of L1 (ld.global.nc.L1::no_allocate);
 // kLoadPrefetch also has L2 fetch the 256 B around each 16-B access (.L2::256B; a warp's step
-// touches 64 B of each of 16 rows, the other warps the rest later: H200 +2-5%, benchmarks/NOTES.md);
-// kLoadEvictFirst adds an L2 evict_first cache policy (`policy`, from createpolicy; A/B).
-constexpr int kLoadPlain = 0, kLoadPrefetch = 1, kLoadEvictFirst = 2;
+// touches 64 B of each of 16 rows, the other warps the rest later: H200 +2-5%, benchmarks/NOTES.md;
+// an L2 evict_first policy on top measured no faster and was dropped).
+constexpr int kLoadPlain = 0, kLoadPrefetch = 1;
 template <int LOAD>
-__device__ __forceinline__ uint4 load_stream(const void* p, uint64_t policy) {
+__device__ __forceinline__ uint4 load_stream(const void* p) {
   uint4 v;
   if constexpr (LOAD == kLoadPlain)
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
-  else if constexpr (LOAD == kLoadPrefetch)
+  else
     asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
-  else
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "l"(policy));
   return v;
 }
 __device__ __forceinline__ uint4 load_cached(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
@@ -110,8 +106,6 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
   // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
   // plain launch returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  uint64_t policy = 0;
-  if constexpr (LOAD == kLoadEvictFirst) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   // Rows past N / tokens past M read a valid row (the last) and are never stored.
   const uint16_t* wl[RM][2];
   const uint16_t* xl[TN];
@@ -141,7 +135,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
       for (int i = 0; i < RM; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream<LOAD>(wl[i][h] + k, policy);
+        for (int h = 0; h < 2; ++h) wv[u][i][h] = load_stream<LOAD>(wl[i][h] + k);
 #pragma unroll
       for (int j = 0; j < TN; ++j) xv[u][j] = load_cached(xl[j] + k);
     }
@@ -154,7 +148,7 @@ __global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) 
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream<LOAD>(wl[i][h] + k, policy);
+      for (int h = 0; h < 2; ++h) wv[i][h] = load_stream<LOAD>(wl[i][h] + k);
 #pragma unroll
     for (int j = 0; j < TN; ++j) xv[j] = load_cached(xl[j] + k);
     chunk_mma<T, RM, TN>(acc, wv, xv);
