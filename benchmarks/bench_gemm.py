@@ -47,8 +47,12 @@ SUITES = {
     "quick": [((4096, 4096, 4096), "NT"), ((8192, 8192, 8192), "NN"), ((8192, 28672, 4096), "TN"),
               ((8191, 8191, 8191), "NN"), ((1, 4096, 4096), "NT"), ((128, 14336, 4096), "NT")],
     "tails": [((m, n, k), "NT") for m in (96, 129, 192, 200, 320) for (n, k) in ((4096, 4096), (8192, 8192))],
+    # bench_model.py's linears (8192 tokens, hidden 2048, intermediate 5632): forward, dX, dW
+    "model": [((8192, n, k), "NT") for (n, k) in ((2048, 2048), (5632, 2048), (2048, 5632))]
+             + [((8192, n, k), "NN") for (n, k) in ((2048, 2048), (2048, 5632), (5632, 2048))]
+             + [((m, n, 8192), "TN") for (m, n) in ((2048, 2048), (5632, 2048), (2048, 5632))],
 }
-NOT_IN_ALL = ("quick", "tails")
+NOT_IN_ALL = ("quick", "tails", "model")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -73,10 +77,11 @@ def parse_args(argv=None):
                         "scripts pass on): dirty (triton do_bench's 256 MB memset, "
                         "which leaves the L2 full of dirty lines that the GEMM's misses must write back) or "
                         "clean (the same memset, then a 256 MB read, so the GEMM's misses evict clean lines: "
-                        "closer to a decode step, whose earlier kernels mostly read)")
+                        "closer to a decode step, whose earlier kernels mostly read), or warm (no flush: the operands "
+                        "stay in the L2 from the previous call, as a layer's activations do after the kernel that wrote them)")
     args = p.parse_args(argv)
-    if args.l2 not in ("dirty", "clean"):  # checked here, not by choices=: the default comes from the environment
-        p.error(f"--l2 / TK_BENCH_L2: {args.l2!r} is not dirty or clean")
+    if args.l2 not in ("dirty", "clean", "warm"):  # checked here, not by choices=: the default comes from the environment
+        p.error(f"--l2 / TK_BENCH_L2: {args.l2!r} is not dirty, clean or warm")
     return args
 
 
@@ -86,6 +91,8 @@ def parse_args(argv=None):
 def make_timer(args):
     if args.l2 == "clean":
         return clean_l2_timer(args)
+    if args.l2 == "warm":
+        return warm_timer(args)
     try:
         import triton.testing as tt  # noqa: F401
 
@@ -131,6 +138,33 @@ def clean_l2_timer(args):
 
     return events_timer(args, flush, "cuda events (median), L2 flushed clean before each call "
                                      "(256 MB memset, then a 256 MB read)")
+
+
+def warm_timer(args):
+    """Back-to-back calls, each between two CUDA events, no flush and no host sync in between: the
+    operands stay in the L2 from the previous call and the host's launch work overlaps the GPU's
+    (as in a model's step, where a GEMM's input was just written by the kernel before it)."""
+
+    def bench(fn):
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        k = 0
+        while time.perf_counter() - t0 < args.warmup_ms / 1e3 or k < 3:
+            fn()
+            k += 1
+        torch.cuda.synchronize()
+        est = (time.perf_counter() - t0) / k
+        n = max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        for s, e in ev:
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+    return bench, "cuda events (median), back-to-back calls, no flush (operands warm in the L2)"
 
 
 def events_timer(args, flush, desc):

@@ -10,6 +10,7 @@ both models. Usage: python benchmarks/bench_model.py [--out results.json] [--lay
 import argparse
 import copy
 import json
+import math
 import sys
 import time
 
@@ -28,6 +29,8 @@ def main():
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--profile", action="store_true",
+                   help="after timing, profile one step of each model and print GPU time per kernel class")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("bench_model: needs a CUDA GPU")
@@ -83,6 +86,9 @@ def main():
         "tk_calls_per_step": counters, "first_losses": losses, "compile_and_warmup_s": compile_s,
         "step_ms_rounds": ms, "step_ms_median": med, "tokens_per_s": tps, "ratio_tk_over_stock": tps["tk"] / tps["stock"],
     }
+    if args.profile:  # two profiled passes per model, alternating, 2 steps each; microseconds per step
+        passes = [profile_step(step, models[k], 2) + (k,) for k in ("stock", "tk", "tk", "stock")]
+        result["profile_us"] = {k: merge_profiles([p[:2] for p in passes if p[2] == k]) for k in models}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
@@ -94,7 +100,105 @@ def main():
     for k in models:
         print(f"{k:<8}{med[k]:>10.2f}{tps[k]:>12.0f}")
     print(f"ratio tk/stock: {result['ratio_tk_over_stock']:.3f}")
+    if args.profile:
+        print_profile(result["profile_us"])
     return 0
+
+
+# Kernel classes by name (substring, first match wins): ours, the vendor GEMMs, attention, inductor.
+CLASSES = (("tk gemm", ("gemm_kernel", "skinny_kernel", "splitk_reduce", "pad_lines")),
+           ("attention", ("flash", "fmha", "attention", "sdpa")),
+           ("vendor gemm", ("nvjet", "gemm", "xmma", "cutlass", "sm90_")),
+           ("triton (inductor)", ("triton_",)))
+
+
+GEMM_OPS = ("aten::mm", "aten::addmm", "tk::gemm", "tk::addmm", "tk::linear")
+
+
+def gemm_mnk(op, shapes):
+    """(M, N, K) of a GEMM op from its recorded input shapes (linear: input [..., K], weight [N, K])."""
+    if op == "tk::linear":
+        x, w = shapes[0], shapes[1]
+        return (math.prod(x[:-1]), w[0], w[1])
+    a, b = (shapes[1], shapes[2]) if op.endswith("addmm") else (shapes[0], shapes[1])
+    return (a[0], b[1], a[1])
+
+
+def profile_step(step, m, steps):
+    """One profiled run of `steps` training steps: (kernel microseconds by kernel name -> (count,
+    total), GEMM op microseconds by (M, N, K) -> (count, total)), both per step."""
+    for _ in range(2):
+        step(m)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA,
+                                            torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(steps):
+            step(m)
+        torch.cuda.synchronize()
+    per_kernel = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        name = e.name.split("(")[0][:100]
+        n, tot = per_kernel.get(name, (0, 0.0))
+        per_kernel[name] = (n + 1 / steps, tot + (e.time_range.end - e.time_range.start) / steps)
+    per_gemm = {}
+    for e in prof.events():  # outermost GEMM ops only (an op calling another is counted once)
+        if e.device_type != torch.autograd.DeviceType.CPU or e.name not in GEMM_OPS or not e.input_shapes:
+            continue
+        parent = e.cpu_parent
+        while parent is not None and parent.name not in GEMM_OPS:
+            parent = parent.cpu_parent
+        if parent is not None:
+            continue
+        mnk = gemm_mnk(e.name, e.input_shapes)
+        t = getattr(e, "device_time_total", None)
+        t = e.cuda_time_total if t is None else t
+        n, tot = per_gemm.get(mnk, (0, 0.0))
+        per_gemm[mnk] = (n + 1 / steps, tot + t / steps)
+    return per_kernel, per_gemm
+
+
+def merge_profiles(runs):
+    """Mean over profiled runs: kernel classes, busy time, the ten longest kernels, GEMMs by shape."""
+    per_kernel, per_gemm = {}, {}
+    for pk, pg in runs:
+        for d, src in ((per_kernel, pk), (per_gemm, pg)):
+            for k, (n, t) in src.items():
+                n0, t0 = d.get(k, (0, 0.0))
+                d[k] = (n0 + n / len(runs), t0 + t / len(runs))
+    classes = {c: 0.0 for c, _ in CLASSES}
+    classes["other"] = 0.0
+    for name, (_, t) in per_kernel.items():
+        low = name.lower()
+        cls = next((c for c, keys in CLASSES if any(k in low for k in keys)), "other")
+        classes[cls] += t
+    top = sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:10]
+    gemms = [["x".join(map(str, k)), n, t] for k, (n, t) in sorted(per_gemm.items())]
+    return {"busy": sum(classes.values()), "classes": classes, "top": [[n, c, t] for n, (c, t) in top],
+            "gemms": gemms}
+
+
+def print_profile(prof):
+    print("GPU time of one step (us), by kernel class:")
+    names = list(prof)
+    print(f"{'class':<20}" + "".join(f"{n:>12}" for n in names))
+    for c in list(prof[names[0]]["classes"]):
+        print(f"{c:<20}" + "".join(f"{prof[n]['classes'][c]:>12.0f}" for n in names))
+    print(f"{'busy':<20}" + "".join(f"{prof[n]['busy']:>12.0f}" for n in names))
+    print("GEMM ops by shape MxNxK (all layouts): calls, GPU us per step")
+    shapes = {}
+    for n in names:
+        for mnk, cnt, t in prof[n]["gemms"]:
+            shapes.setdefault(mnk, {})[n] = (cnt, t)
+    for mnk, per in shapes.items():
+        cols = "".join(f"  {n} {per[n][0]:>4.0f} x {per[n][1]:>8.0f}" if n in per else f"  {n} {'-':>15}" for n in names)
+        ratio = per["stock"][1] / per["tk"][1] if len(per) == 2 and per["tk"][1] else float("nan")
+        print(f"  {mnk:<18}{cols}  stock/tk {ratio:.3f}")
+    for n in names:
+        print(f"longest kernels ({n}): count, total us")
+        for name, cnt, t in prof[n]["top"]:
+            print(f"  {cnt:>4.0f} {t:>9.0f}  {name}")
 
 
 if __name__ == "__main__":

@@ -25,13 +25,14 @@ def test_l2_flag_and_environment(monkeypatch):
     b = _bench_gemm()
     assert b.parse_args([]).l2 == "clean"
     assert b.parse_args(["--l2", "dirty"]).l2 == "dirty"  # the flag wins over the environment
+    assert b.parse_args(["--l2", "warm"]).l2 == "warm"
 
 
 def test_l2_bad_value_names_the_option(monkeypatch, capsys):
-    monkeypatch.setenv("TK_BENCH_L2", "warm")
+    monkeypatch.setenv("TK_BENCH_L2", "hot")
     with pytest.raises(SystemExit):
         _bench_gemm().parse_args([])
     assert "TK_BENCH_L2" in capsys.readouterr().err
     monkeypatch.delenv("TK_BENCH_L2")
     with pytest.raises(SystemExit):
-        _bench_gemm().parse_args(["--l2", "warm"])
+        _bench_gemm().parse_args(["--l2", "hot"])
