@@ -814,7 +814,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "3"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "7"))
 
 
 @needs_hopper
@@ -883,6 +883,36 @@ def test_bn144_forced_in_child_process():
     """The 144-wide kernels running several units per CTA (TK_HOPPER_TILE forces the tile)."""
     out = _pytest_child({"TK_HOPPER_TILE": _FORCED_144}, "test_gemm_bn144_many_units", timeout=400)
     assert re.search(r"\b16 passed", out), out[-4000:]
+
+
+_FORCED_224 = "0:128:224:1:1"
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(256, 14336, 4096), (200, 14330, 1000), (500, 8200, 520), (130, 2000, 72)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_bn224_forced(shape, layout, dtype):
+    """Unswapped 128x224 tiles (plan.h kOddWidths bit 2) forced by TK_HOPPER_TILE (test_bn224_in_child_process
+    runs this under it; other layouts than a column-major B get other plans, checked all the same):
+    one wave of 128 tiles (256x14336x4096, the shape the width is for), 4 epilogue rounds with a
+    32-column last one copied out by rows; an odd output pitch and an M tail (200x14330: the last
+    tile 214 columns wide), 148 units on <= 132 CTAs (the dynamic schedule), a K tail of one
+    partial k tile (72), plain GEMM and addmm terms."""
+    if os.environ.get("TK_HOPPER_TILE") != _FORCED_224:
+        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={_FORCED_224} (test_bn224_in_child_process)")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (False, 224, 1), plan
+    _check_gemm_and_addmm(shape, layout, dtype, "bn224 forced")
+
+
+@needs_hopper
+def test_bn224_in_child_process():
+    """The 224-wide kernels (TK_HOPPER_TILE forces the tile wherever the layout allows it)."""
+    out = _pytest_child({"TK_HOPPER_TILE": _FORCED_224}, "test_gemm_bn224_forced", timeout=400)
+    assert re.search(r"\b32 passed", out), out[-4000:]
 
 
 @needs_hopper

@@ -457,7 +457,7 @@ def test_partial_staging_stores_are_bank_friendly():
 # ============================================================================ wgmma_acc_coord
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 128, 144, 160, 192, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 128, 144, 160, 192, 224, 256])
 def test_acc_coord_covers_tile_once(n):
     regs = n // 2
     seen = {}
@@ -472,7 +472,7 @@ def test_acc_coord_covers_tile_once(n):
     assert len(seen) == 64 * n
 
 
-@pytest.mark.parametrize("n", [64, 128, 144, 160, 192, 256])
+@pytest.mark.parametrize("n", [64, 128, 144, 160, 192, 224, 256])
 def test_acc_coord_epilogue_rounds(n):
     """The epilogue (csrc/gemm/hopper/epilogue.cuh) stores 64-column rounds from accumulator
     registers [32 H, 32 H + 32), the last round of a width that is not a multiple of 64 from
@@ -922,7 +922,7 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
 def test_plan_split_wide_as_128x128(M, N, K, want):
     """plan.h one_wg bit 3 (A/B): a split 128x256 plan takes 128x128 tiles when they need fewer
     splits, then (bits 0 and 2) on one warpgroup; the default plans are unchanged."""
-    p = _C.hopper_plan(M, N, K, 132, one_wg=13)
+    p = _C.hopper_plan(M, N, K, 132, one_wg=13, odd_widths=3)
     assert (p["bn"], p["splits"]) == want, p
     assert p["units"] <= p["grid"] or want[1] == 1
     if want[0] == 128:
@@ -997,6 +997,7 @@ def test_plan_split_160(M, N, K, want):
     (100, 100, 100, (False, 128, 128, 16, 1), (False, 128, 128, 2, 1, 2)),  # splits <= k tiles
     (256, 14336, 4096, (False, 128, 144, 1, 1), (False, 128, 144, 1, 1, 200)),  # odd widths, either orientation
     (272, 8192, 8192, (True, 128, 144, 1, 1), (True, 128, 144, 1, 1, 128)),
+    (256, 14336, 4096, (False, 128, 224, 1, 1), (False, 128, 224, 1, 1, 128)),
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
     """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
@@ -1005,7 +1006,8 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
     for bad in [(False, 64, 256, 1, 1), (False, 128, 80, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
-                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (False, 64, 144, 1, 1)]:
+                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (False, 64, 144, 1, 1), (False, 64, 224, 1, 1),
+                (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
     for swap in (False, True):
@@ -1047,7 +1049,7 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     only where its Y is K-major (odd_layouts); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=0)
     assert base["bn"] in (64, 128, 192, 256)
-    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=3)  # the default
+    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=7)  # the default
     for odd, w in ((1, want1), (3, want3)):
         p = _C.hopper_plan(M, N, K, 132, odd_widths=odd)
         if w is None:
@@ -1061,3 +1063,29 @@ def test_plan_odd_widths(M, N, K, want1, want3):
         assert q["bn"] in (64, 128, 192, 256) or q["swap_ab"] != w[0], q
         assert _C.hopper_plan(M, N, K, 132, odd_widths=odd, odd_layouts=0) == base
         assert _C.hopper_plan(M, N, K, 132, False, odd_widths=odd)["bn"] == 128
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: (swap_ab, bn, units) with odd_widths bit 2 (unswapped 224); None: the plan without it
+    (256, 14336, 4096, (False, 224, 128)),   # 112 swapped 128x256 tiles -> 128 of 128x224, one wave
+    (200, 14336, 4096, (False, 224, 128)),
+    (256, 12288, 4096, (False, 224, 110)),   # 96 -> 110 tiles, one wave, 7/8 of the width
+    (256, 4096, 14336, None),                # split plans: unchanged
+    (256, 8192, 8192, None),                 # one-warpgroup 128x128 (narrower already)
+    (128, 14336, 4096, None),                # 128-wide
+    (300, 14336, 4096, None),                # > 256 tokens
+    (256, 16384, 4096, None),                # 128x224: 148 tiles, two waves
+])
+def test_plan_width224(M, N, K, want):
+    """plan.h kOddWidths bit 2: up to 256 tokens, a one-wave 128 x 256 plan re-planned as unswapped
+    128 x 224 tiles when waves x width is >= 10% less (B column-major only: odd_layouts bit 1)."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=3)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=7)
+    assert p == _C.hopper_plan(M, N, K, 132)  # the default
+    if want is None:
+        assert p == base
+        return
+    assert (p["swap_ab"], p["bn"], p["units"]) == want, p
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["grid"] == p["units"]
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=1) == _C.hopper_plan(M, N, K, 132, odd_widths=3, odd_layouts=1)
+    assert _C.hopper_plan(M, N, K, 132, False, odd_widths=7)["bn"] == 128

@@ -122,9 +122,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_ODD_WIDTHS=0..3: tiles 144 or 160 wide (plan.h kOddWidths, a mask; 0: none, 1: swapped
-  // 160 only, 2: unswapped 144 only, 3: both, the default).
-  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 3);
+  // TK_HOPPER_ODD_WIDTHS=0..7: tiles 144, 160 or 224 wide (plan.h kOddWidths, a mask; bit 0 swapped
+  // 160, bit 1 unswapped 144, bit 2 unswapped 224).
+  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 7);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr,

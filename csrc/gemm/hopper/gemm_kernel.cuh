@@ -85,7 +85,7 @@ struct gemm_layout {
   // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
   // buffers so that filling one overlaps the TMA read of the other.
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  // A width that is not a multiple of 64 (144, 160) ends in a narrower round of
+  // A width that is not a multiple of 64 (144, 160, 224) ends in a narrower round of
   // LAST_COLS columns: transposed (swap-AB) through its own TMA box (tm_out_tail: the round's
   // columns are the box's outer dimension), untransposed copied out by rows (epilogue.cuh
   // store_round_tma). Built with a K-major Y only (TMA boxes of any multiple of 8 rows).

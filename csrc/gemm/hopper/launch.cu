@@ -7,7 +7,7 @@ namespace tk::hopper {
 
 namespace {
 // Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
-// with 256 columns: measured slower) and the odd widths 144, 160 (plan.h kOddWidths).
+// with 256 columns: measured slower) and the odd widths 144, 160, 224 (plan.h kOddWidths).
 template <typename T, typename OutT, int BN, int BM>
 const char* rows128_only(const GemmArgs& g, void* s) {
   if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
@@ -22,8 +22,9 @@ const char* by_width(const GemmArgs& g, void* s) {
     case 144: return rows128_only<T, OutT, 144, BM>(g, s);
     case 160: return rows128_only<T, OutT, 160, BM>(g, s);
     case 192: return rows128_only<T, OutT, 192, BM>(g, s);
+    case 224: return rows128_only<T, OutT, 224, BM>(g, s);
     case 256: return rows128_only<T, OutT, 256, BM>(g, s);
-    default: return "plan.bn must be 64, 128, 144, 160, 192 or 256";
+    default: return "plan.bn must be 64, 128, 144, 160, 192, 224 or 256";
   }
 }
 
