@@ -1069,7 +1069,8 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     # want: (swap_ab, bn, units) with odd_widths bit 2 (unswapped 224); None: the plan without it
     (256, 14336, 4096, (False, 224, 128)),   # 112 swapped 128x256 tiles -> 128 of 128x224, one wave
     (200, 14336, 4096, (False, 224, 128)),
-    (256, 12288, 4096, (False, 224, 110)),   # 96 -> 110 tiles, one wave, 7/8 of the width
+    (256, 12288, 4096, None),                # 128 unswapped 128x192 tiles already (bn192 rule)
+    (250, 14000, 300, (False, 224, 126)),    # short K, N tail
     (256, 4096, 14336, None),                # split plans: unchanged
     (256, 8192, 8192, None),                 # one-warpgroup 128x128 (narrower already)
     (128, 14336, 4096, None),                # 128-wide

@@ -190,8 +190,7 @@ constexpr int kWidth192 = 3;
 // unswapped, i.e. B column-major). Bit 2 (2026-11-26f): unswapped 128 x 224 tiles up to 256
 // tokens in place of a one-wave 128 x 256 plan (4 epilogue rounds, the last 32 columns), 3 rounds,
 // us, dirty / clean L2 (benchmarks/results/h200_2026-11-26f_ab224.txt): 256x14336x4096 112 swapped
-// 128x256 -> 128 tiles, 49.3 -> 46.5 / 50.9 -> 46.9; 200x14336x4096 48.8 -> 46.1 / 50.0 -> 46.1;
-// 256x12288x4096 (96 -> 110 tiles) 42.5 -> 42.3 / 40.0 -> 40.0.
+// 128x256 -> 128 tiles, 49.3 -> 46.5 / 50.9 -> 46.9; 200x14336x4096 48.8 -> 46.1 / 50.0 -> 46.1.
 constexpr int kOddWidths = 7;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
