@@ -1074,12 +1074,18 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     (256, 4096, 14336, None),                # split plans: unchanged
     (256, 8192, 8192, None),                 # one-warpgroup 128x128 (narrower already)
     (128, 14336, 4096, None),                # 128-wide
-    (300, 14336, 4096, None),                # > 256 tokens
-    (256, 16384, 4096, None),                # 128x224: 148 tiles, two waves
+    (300, 14336, 4096, None),                # swapped 128x160 (bit 0)
+    (256, 16384, 4096, None),                # 128x224: 148 tiles, two waves where 128x256 takes one
+    (256, 28672, 4096, (False, 224, 256)),   # 224 swapped 128x256 tiles -> 256 of 128x224, 2 waves each
+    (512, 14336, 4096, (False, 224, 256)),   # 224 -> 256 tiles, 2 waves
+    (512, 28672, 4096, (False, 224, 512)),   # 448 -> 512 tiles, 4 waves
+    (512, 28672, 32768, None),               # long-running (plan.h kLongRunWork): keeps its 2-CTA clusters
+    (600, 14336, 4096, None),                # > 512 tokens
 ])
 def test_plan_width224(M, N, K, want):
-    """plan.h kOddWidths bit 2: up to 256 tokens, a one-wave 128 x 256 plan re-planned as unswapped
-    128 x 224 tiles when waves x width is >= 10% less (B column-major only: odd_layouts bit 1)."""
+    """plan.h kOddWidths bit 2: up to 512 tokens, an unsplit 128 x 256 plan that is not long-running
+    re-planned as unswapped 128 x 224 tiles when waves x width is >= 10% less (B column-major only:
+    odd_layouts bit 1)."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=3)
     p = _C.hopper_plan(M, N, K, 132, odd_widths=7)
     assert p == _C.hopper_plan(M, N, K, 132)  # the default
@@ -1087,6 +1093,6 @@ def test_plan_width224(M, N, K, want):
         assert p == base
         return
     assert (p["swap_ab"], p["bn"], p["units"]) == want, p
-    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["grid"] == p["units"]
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["grid"] == min(p["units"], 132)
     assert _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=1) == _C.hopper_plan(M, N, K, 132, odd_widths=3, odd_layouts=1)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=7)["bn"] == 128

@@ -187,10 +187,13 @@ constexpr int kWidth192 = 3;
 // multicasting Y (112: 66.2, 144: 37.0, swapped 160: 68.0 -> 71.4). The last epilogue round is
 // narrower (gemm_layout::kPartialRound); the kernels need a K-major Y, so the dispatcher allows
 // an orientation only for its layouts (odd_layouts: bit 0 swapped, i.e. A row-major; bit 1
-// unswapped, i.e. B column-major). Bit 2 (2026-11-26f): unswapped 128 x 224 tiles up to 256
-// tokens in place of a one-wave 128 x 256 plan (4 epilogue rounds, the last 32 columns), 3 rounds,
-// us, dirty / clean L2 (benchmarks/results/h200_2026-11-26f_ab224.txt): 256x14336x4096 112 swapped
-// 128x256 -> 128 tiles, 49.3 -> 46.5 / 50.9 -> 46.9; 200x14336x4096 48.8 -> 46.1 / 50.0 -> 46.1.
+// unswapped, i.e. B column-major). Bit 2 (2026-11-26f): unswapped 128 x 224 tiles (4 epilogue
+// rounds, the last 32 columns) in place of an unsplit 128 x 256 plan up to 512 tokens. H200 A/B,
+// us (benchmarks/results/h200_2026-11-26f_ab.txt; 2-3 rounds, dirty L2 / clean): 256x14336x4096
+// 112 swapped 128x256 -> 128 tiles, 49.3 -> 46.5 / 50.9 -> 46.9; 200x14336x4096 48.8 -> 46.1 /
+// 50.0 -> 46.1; 2 waves: 256x28672x4096 104.9 -> 92.4, 200x28672x4096 98.6 -> 91.7,
+// 512x14336x4096 96.5 -> 89.8, 448x14336x4096 97.1 -> 90.1, 512x14336x8192 182.4 -> 172.0;
+// 4 waves: 512x28672x4096 189.3 -> 175.2.
 constexpr int kOddWidths = 7;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
@@ -335,9 +338,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if ((odd_widths & 2) && !p.swap_ab && best_bn == 0 &&
         waves(plan_tiles(M, N, 128, 144)) <= waves(plan_tiles(rows, cols, 128, p.bn)))
       consider(false, 144);
-    // Unswapped 224 (bit 2) up to 256 tokens: in place of a one-wave 128 x 256 plan, e.g.
-    // 256x14336x4096: 112 swapped 128 x 256 tiles on 132 SMs -> 128 of 128 x 224.
-    if ((odd_widths & 4) && M <= 256 && p.bn == 256) consider(false, 224);
+    // Unswapped 224 (bit 2) in place of a 128 x 256 plan that is not long-running (those keep
+    // their clusters), e.g. 256x14336x4096: 112 swapped 128 x 256 tiles on 132 SMs -> 128 of
+    // 128 x 224; 512x14336x4096: 224 tiles in 2 waves -> 256 in 2 waves, 7/8 of the width.
+    const int64_t tiles256 = plan_tiles(rows, cols, 128, 256);
+    if ((odd_widths & 4) && p.bn == 256 && !(tiles256 >= num_sms && tiles256 * k_tiles >= kLongRunWork))
+      consider(false, 224);
     if (best_bn > 0) {
       p.swap_ab = best_swap, p.bn = best_bn;
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
