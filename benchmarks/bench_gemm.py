@@ -140,22 +140,30 @@ def clean_l2_timer(args):
                                      "(256 MB memset, then a 256 MB read)")
 
 
+def warm_up(args, fn, sync_each):
+    """Calls fn for ~args.warmup_ms (at least 3 times; a host sync after each when sync_each, else
+    once at the end) and returns how many calls to time: ~args.rep_ms worth, args.min_calls..1000."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    k = 0
+    while time.perf_counter() - t0 < args.warmup_ms / 1e3 or k < 3:
+        fn()
+        if sync_each:
+            torch.cuda.synchronize()
+        k += 1
+    torch.cuda.synchronize()
+    est = (time.perf_counter() - t0) / k
+    return max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
+
+
 def warm_timer(args):
     """Back-to-back calls, each between two CUDA events, no flush and no host sync in between: the
     operands stay in the L2 from the previous call and the host's launch work overlaps the GPU's
     (as in a model's step, where a GEMM's input was just written by the kernel before it)."""
 
     def bench(fn):
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        k = 0
-        while time.perf_counter() - t0 < args.warmup_ms / 1e3 or k < 3:
-            fn()
-            k += 1
-        torch.cuda.synchronize()
-        est = (time.perf_counter() - t0) / k
-        n = max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
+        n = warm_up(args, fn, sync_each=False)
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         for s, e in ev:
             s.record()
@@ -171,17 +179,7 @@ def events_timer(args, flush, desc):
     """Per-call CUDA events with flush() (evicting the L2) before each call; median."""
 
     def bench(fn):
-        # warm up for ~warmup_ms, estimate the per-call time, then time n calls one by one
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        k = 0
-        while time.perf_counter() - t0 < args.warmup_ms / 1e3 or k < 3:
-            fn()
-            torch.cuda.synchronize()
-            k += 1
-        est = (time.perf_counter() - t0) / k
-        n = max(args.min_calls, min(1000, int(args.rep_ms / 1e3 / max(est, 1e-6))))
+        n = warm_up(args, fn, sync_each=True)  # then time n calls one by one
         times = []
         for _ in range(n):
             flush()

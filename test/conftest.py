@@ -7,6 +7,8 @@ Helpers defined here are imported by the test modules with ``from conftest impor
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import pathlib
 import re
 
 import pytest
@@ -149,3 +151,13 @@ def sample_id(name, args, kwargs=None):
     for k, v in (kwargs or {}).items():
         parts.append(f"{k}={str(v).replace('torch.', '')}")
     return "-".join(parts)
+
+
+def load_script(relpath: str, name: str):
+    """Imports a repository script that is not a package module (e.g. benchmarks/bench_gemm.py)
+    afresh, so that its module-level defaults see the test's environment."""
+    path = pathlib.Path(__file__).resolve().parents[1] / relpath
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

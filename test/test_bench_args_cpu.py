@@ -1,18 +1,12 @@
 """benchmarks/bench_gemm.py's L2-state option (--l2 / TK_BENCH_L2), on the CPU: the default, the
 environment default the A/B scripts pass on, and a clear error for anything else."""
-import importlib.util
-import pathlib
-
 import pytest
 
-_PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gemm.py"
+from conftest import load_script
 
 
 def _bench_gemm():
-    spec = importlib.util.spec_from_file_location("bench_gemm_under_test", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_gemm.py", "bench_gemm_under_test")
 
 
 def test_l2_default_is_the_do_bench_flush(monkeypatch):

@@ -1,16 +1,10 @@
 """benchmarks/bench_model.py's profile helpers, on the CPU: GEMM shapes from the profiler's recorded
 input shapes, and the per-model merge of profiled runs (kernel classes, GEMMs by shape)."""
-import importlib.util
-import pathlib
-
-_PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_model.py"
+from conftest import load_script
 
 
 def _bench_model():
-    spec = importlib.util.spec_from_file_location("bench_model_under_test", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_model.py", "bench_model_under_test")
 
 
 def test_gemm_mnk_from_recorded_shapes():
