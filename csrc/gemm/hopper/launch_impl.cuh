@@ -215,9 +215,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
         clusters = -1;
       }
       if (dev < 64) resident[dev][p.splits].store(clusters);
-      if (std::getenv("TK_HOPPER_DEBUG") != nullptr)
-        std::fprintf(stderr, "tk: device %d: %d resident %d-CTA split clusters (BN %d), grid %d\n", dev, clusters,
-                     p.splits, L::BN, p.grid);
     }
     if (!out_tma_ok || int64_t(clusters) * p.splits < p.grid) return kDsmemDeclined;
     dsmem = p.splits;

@@ -15,40 +15,12 @@ namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
 
-constexpr int kDsmemMaxSplits = 4;  // dsmem_sum_round's load slots per chunk
+constexpr int kDsmemMaxSplits = 4;  // peers' chunks in flight per thread: kDsmemBatch x (splits - 1) x 16 B
+#ifndef TK_DSMEM_BATCH
+#define TK_DSMEM_BATCH 1
+#endif
+constexpr int kDsmemBatch = TK_DSMEM_BATCH;  // chunks per batch of loads (2 spilled in the 128 x 256 kernels)
 constexpr int kDsmemBarrier = 5;    // named barrier of all consumer warpgroups (1 + strip: the epilogue's)
-
-// Round h of a strip (accumulator registers 32h .. 32h + 31) summed over the cluster's `splits`
-// CTAs in split order, this CTA's own sums (rank) from `acc`: loads of kBatch chunks from every
-// peer first (volatile asm: issued in this order; one load at a time made a 128x192 round ~8
-// DSMEM round trips), then the adds. Slots are indexed by split (constant indices after
-// unrolling; the own slot stays unused).
-template <class L, int kBatch>
-__device__ __forceinline__ void dsmem_sum_round(float (&acc)[L::BN / 2], int h, uint32_t ring, int cs, int t,
-                                                int splits, int rank) {
-#pragma unroll
-  for (int c = 0; c < kSplitChunks; c += kBatch) {
-    float4 v[kBatch][kDsmemMaxSplits];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j)
-#pragma unroll
-      for (int p = 0; p < kDsmemMaxSplits; ++p)
-        if (p < splits && p != rank)
-          v[j][p] = ld_shared_cluster_v4(ring + split_partial_offset(cs, h, c + j, t, L::STORE_ROUNDS), uint32_t(p));
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      float* a = &acc[32 * h + 4 * (c + j)];
-      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int p = 0; p < kDsmemMaxSplits; ++p) {
-        if (p >= splits) continue;
-        const float4 x = p == rank ? make_float4(a[0], a[1], a[2], a[3]) : v[j][p];
-        s = p == 0 ? x : make_float4(s.x + x.x, s.y + x.y, s.z + x.z, s.w + x.w);
-      }
-      a[0] = s.x, a[1] = s.y, a[2] = s.z, a[3] = s.w;
-    }
-  }
-}
 
 // Cluster barrier 1 (every thread of the CTA arrives once; the producer warpgroup does too) and
 // the owned rounds' sums into `accs`. The caller then arrives on barrier 2 (reads done), stores
@@ -83,11 +55,29 @@ __device__ __forceinline__ void dsmem_reduce(float (&accs)[L::STRIPS][L::BN / 2]
 #pragma unroll
     for (int h = 0; h < R; ++h) {
       if (split_round_owner(h, cs, R, kStrips, splits) != rank) continue;
-      // Batches of TK_DSMEM_BATCH chunks from every peer in flight (build define, A/B).
-#ifndef TK_DSMEM_BATCH
-#define TK_DSMEM_BATCH 2  // 4 spilled 80 B in the 128 x 256 kernels (2 chunks x 3 peers: 24 registers)
-#endif
-      dsmem_sum_round<L, TK_DSMEM_BATCH>(accs[st], h, ring, cs, t, splits, rank);
+#pragma unroll
+      for (int c = 0; c < kSplitChunks; c += kDsmemBatch) {
+        float4 v[kDsmemBatch][kDsmemMaxSplits];
+        // The batch's loads from every peer first (volatile: in this order), then the sums.
+#pragma unroll
+        for (int j = 0; j < kDsmemBatch; ++j)
+#pragma unroll
+          for (int p = 0; p < kDsmemMaxSplits; ++p)
+            if (p < splits && p != rank) v[j][p] = ld_shared_cluster_v4(ring + split_partial_offset(cs, h, c + j, t, R), p);
+#pragma unroll
+        for (int j = 0; j < kDsmemBatch; ++j) {
+          float* a = &accs[st][32 * h + 4 * (c + j)];
+          float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+          for (int p = 0; p < kDsmemMaxSplits; ++p) {
+            if (p >= splits) continue;
+            const float4 x = p == rank ? make_float4(a[0], a[1], a[2], a[3]) : v[j][p];
+            if (p == 0) s = x;
+            else s = make_float4(s.x + x.x, s.y + x.y, s.z + x.z, s.w + x.w);
+          }
+          a[0] = s.x, a[1] = s.y, a[2] = s.z, a[3] = s.w;
+        }
+      }
     }
   }
 }

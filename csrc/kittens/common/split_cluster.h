@@ -14,14 +14,11 @@
 namespace kittens {
 
 // The CTA (cluster rank = split index) that finishes round `round` (64 output columns) of 64-row
-// strip `strip` of the tile. Rounds dealt round-robin when every CTA gets the same number of
-// rounds of every strip (its two consumer warpgroups -- one per strip -- then work alike); else
-// the (round, strip) pairs dealt diagonally, (round + strip) % splits, so that a CTA's pairs fall
-// on both strips (3 rounds over 2 CTAs: 2 + 1 rounds per warpgroup, not 3 + 0), or strip-major
-// when there are exactly as many pairs as CTAs (one each). Ranks past the pairs own nothing.
+// strip `strip` of the tile: rounds dealt round-robin when every CTA gets the same number of
+// rounds of every strip (each of its consumer warpgroups then has the same work), else the
+// (round, strip) pairs dealt round-robin (ranks past rounds x strips own nothing).
 TK_HD int split_round_owner(int round, int strip, int rounds, int strips, int splits) {
-  if (rounds % splits == 0) return round % splits;
-  return (round * (rounds * strips == splits ? strips : 1) + strip) % splits;
+  return rounds % splits == 0 ? round % splits : (round * strips + strip) % splits;
 }
 
 // The work unit of CTA `block` of a grid of `units` CTAs in clusters of `splits`: cluster c
