@@ -8,10 +8,8 @@
 namespace tk {
 
 // hopper_skinny counts the hopper calls that ran the skinny (decode-shape) kernel,
-// hopper_stream_k those that ran a stream-K tail (opt-in, TK_HOPPER_STREAMK=1),
-// hopper_split_cluster those whose split-K was finished in distributed shared memory
-// (gemm/hopper/split_dsmem.cuh) instead of a reduction kernel.
-enum class Path { hopper, fallback, cpu, cdna3, hopper_skinny, hopper_stream_k, hopper_split_cluster };
+// hopper_stream_k those that ran a stream-K tail (opt-in, TK_HOPPER_STREAMK=1).
+enum class Path { hopper, fallback, cpu, cdna3, hopper_skinny, hopper_stream_k };
 
 void count_call(Path p);
 std::map<std::string, int64_t> kernel_counters();

@@ -6,7 +6,6 @@
 #include "counters.h"
 #include "kittens/common/fragments.h"
 #include "kittens/common/raster.h"
-#include "kittens/common/split_cluster.h"
 #include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
 #include "gemm/hopper/plan.h"
@@ -113,11 +112,6 @@ PYBIND11_MODULE(_C, m) {
         return std::make_tuple(w.tile.m, w.tile.n, w.split);
       },
       py::arg("unit"), py::arg("tiles_m"), py::arg("tiles_n"), py::arg("group_m"));
-  m.def("split_round_owner", &kittens::split_round_owner, py::arg("round"), py::arg("strip"), py::arg("rounds"),
-        py::arg("strips"), py::arg("splits"));
-  m.def("split_cluster_unit", &kittens::split_cluster_unit, py::arg("block"), py::arg("units"), py::arg("splits"));
-  m.def("split_partial_offset", &kittens::split_partial_offset, py::arg("strip"), py::arg("round"), py::arg("chunk"),
-        py::arg("thread"), py::arg("rounds"));
   m.def("sk_tiles", &kittens::sk_tiles, py::arg("tiles"), py::arg("grid"), py::arg("min_idle_pct") = 1);
   m.def(
       "sk_split_tail",

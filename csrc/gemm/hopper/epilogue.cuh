@@ -52,9 +52,6 @@ struct Epilogue {
   int* ready_flags = nullptr;
   // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.
   bool fused_split = false;
-  // Split-K finished in distributed shared memory (split_dsmem.cuh): the splits of a tile are the
-  // CTAs of one cluster of this many; 0: partials to the workspace and a reduction kernel.
-  int dsmem_splits = 0;
   // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
   // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
   int l2_evict_first = 0;
@@ -266,9 +263,7 @@ __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogu
 
 // TMA-store epilogue round H of one consumer warpgroup: `fill(stage_base)` writes one of its
 // staging buffers, then one thread issues the box store, which runs on while the warpgroup goes on.
-// kWaitAll: wait for every earlier store to have read its buffer (callers that skip rounds, so
-// that the buffer of round H may be the one the newest store still reads).
-template <class L, int H, bool kT, bool kWaitAll = false, class Fill>
+template <class L, int H, bool kT, class Fill>
 __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
                                           Fill&& fill) {
   const int t = thread_in_warpgroup();
@@ -280,7 +275,7 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   // (When the narrow last round is copied out instead -- untransposed, store_round_tma -- fewer
   // stores than rounds were issued since, so wait for all of them.)
   if (t == 0) {
-    if constexpr (kWaitAll || L::STORE_ROUNDS == 1 || (L::kPartialRound && !kT)) tma_store_wait_read<0>();
+    if constexpr (L::STORE_ROUNDS == 1 || (L::kPartialRound && !kT)) tma_store_wait_read<0>();
     else tma_store_wait_read<kBuffers - 1>();
   }
   named_barrier(1 + cw, kWarpgroupThreads);

@@ -18,7 +18,6 @@
 #include "convert.cuh"
 #include "epilogue.cuh"
 #include "gemm_experiments.cuh"
-#include "split_dsmem.cuh"
 
 // TK_BM64_SPLIT=1 (build define, A/B; not GPU-tested yet): the 64-row kernels compile the split-K
 // decode too, so a forced TK_HOPPER_TILE with bm 64 and splits > 1 runs (e.g. 64x4096x4096 as 128
@@ -45,7 +44,7 @@ using namespace kittens::hopper;
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, bool DSMEM_ = false>
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
@@ -118,8 +117,7 @@ struct gemm_layout {
 #endif
   // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
   // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
-  // Nor in the split-K-in-clusters kernels (DSMEM_: one unit per CTA).
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound || DSMEM_ ? 0
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
@@ -144,15 +142,6 @@ struct gemm_layout {
   // data, which only reaches outputs past M / N (never stored).
   static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
   static_assert(STAGES >= 3, "pipeline too shallow");
-  // Split-K finished in distributed shared memory (DSMEM_, split_dsmem.cuh): a variant of the
-  // unclustered 128-row kernels with the TMA-store epilogue and whole 64-column rounds (a kernel
-  // of its own: compiled into the others, its code made ptxas spill ~300 B in the 128 x 256 ones).
-  static constexpr bool kDsmemEligible = CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && kTmaStore && !kPartialRound &&
-                                         !RING_STAGING_;
-  static constexpr bool kDsmemSplit = DSMEM_;
-  static_assert(!DSMEM_ || kDsmemEligible, "split-K in clusters: not for this kernel");
-  using dsmem_variant = gemm_layout<T, OutT, XMn, YMn, BN_, 1, false, 128, WG_ROWS_, false, true>;
-  static_assert(!DSMEM_ || STAGES * STAGE_BYTES >= BM * BN * 4, "the tile's fp32 sums fit in the ring");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };
 
@@ -242,9 +231,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
   };
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
-  // Split-K in distributed shared memory: one unit per CTA, cluster c's rank r takes split r of tile c.
-  constexpr bool dsmem = L::kDsmemSplit;
-  if constexpr (dsmem) first_unit = split_cluster_unit(blockIdx.x, units, ep.dsmem_splits);
   if constexpr (L::CLUSTER > 1) {
     rank = int(cluster_ctarank());
     first_unit = int(cluster_id_x());
@@ -361,12 +347,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
       if (trace_cta) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
     }
-    if constexpr (dsmem) {  // the cluster barriers of split_dsmem.cuh count every thread of the CTA
-      cluster_arrive_release();
-      cluster_wait_acquire();
-      cluster_arrive_release();
-      cluster_wait_acquire();
-    }
   } else {
     // ---- consumers ----
     setmaxnreg_inc<L::CONSUMER_REGS>();
@@ -444,7 +424,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     int u = first_unit;
     enter_tail(u, in_sk);
     bool more = in_sk ? u > sk_lo : u < units;
-    TileCoord dsmem_tile{};  // the split-K-in-clusters unit's tile (split_dsmem.cuh)
     WorkUnit w_next{};
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
@@ -495,10 +474,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
-      if constexpr (dsmem) {  // its one unit is finished after the loop (split_dsmem.cuh)
-        dsmem_tile = w.tile;
-        break;
-      }
       // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named
       // barrier 1 + cs are the strip's). `continue` ends a strip's epilogue.
 #pragma unroll
@@ -588,28 +563,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
     while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
-    if constexpr (dsmem) {
-      {
-        const int dsplits = ep.dsmem_splits, drank = int(cluster_ctarank());
-        dsmem_reduce<L>(accs, smem_u32(smem), cw, dsplits, drank);
-        cluster_arrive_release();  // this CTA's reads of the peers' rings are done (waited at exit)
-#pragma unroll
-        for (int st = 0; st < L::STRIPS; ++st) {
-          const int cs = cw * L::STRIPS + st;
-          const int row0 = dsmem_tile.m * L::BM + cs * 64, n0 = dsmem_tile.n * L::BN;
-          const uint32_t stg = smem_u32(staging + cs * L::STRIP_STAGING_BYTES);
-          if (store_mode == kStoreTmaTransposed)
-            dsmem_store_owned<L, true>(accs[st], ep, &tm_out, stg, row0, n0, M, N, cs, dsplits, drank);
-          else
-            dsmem_store_owned<L, false>(accs[st], ep, &tm_out, stg, row0, n0, M, N, cs, dsplits, drank);
-        }
-      }
-    }
     if constexpr (L::kTmaStore) {
       if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
         tma_store_wait<0>();  // global writes done before exit
     }
-    if constexpr (dsmem) cluster_wait_acquire();  // the peers have read this CTA's ring
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (L::CLUSTER > 1) cluster_sync();

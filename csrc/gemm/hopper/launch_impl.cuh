@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <string>
 #include "launch.h"
-#include "../../counters.h"
 #include "gemm_kernel.cuh"
 #include "splitk_reduce.cuh"
 #include "../../kittens/hopper/gl.cuh"
@@ -59,31 +58,10 @@ struct KernelOperands {
   int rows, cols;
 };
 
-// launch_layout's answer when the split-K-in-clusters variant cannot run this call (its clusters
-// do not all fit, or the output has no TMA map): the caller launches the ordinary kernel.
-inline const char* const kDsmemDeclined = "split-K in clusters declined";
-
-// Split-K finished in distributed shared memory (split_dsmem.cuh) for this call: one unit per
-// CTA in clusters of `splits`, the TMA-store epilogue (16-B aligned output rows), no C term, no
-// fused finish, stream-K or dynamic schedule. TK_HOPPER_SPLIT_DSMEM=0 (A/B, read once): never.
-inline bool dsmem_wanted(const GemmArgs& g, size_t out_bytes) {
-  static const bool on = env_flag("TK_HOPPER_SPLIT_DSMEM", true);
-  const GemmPlan& p = g.plan;
-  return on && p.splits > 1 && p.splits <= kDsmemMaxSplits && p.units == p.grid && p.grid % p.splits == 0 &&
-         !p.fused_split && p.sk_tiles == 0 && !p.dynamic && g.c == nullptr && g.store != StoreVariant::copy &&
-         (int64_t(g.N) * int64_t(out_bytes)) % 16 == 0 && reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
-}
-
 template <class L>
 const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStream_t stream) {
   using T = typename L::in_t;
   using OutT = typename L::out_t;
-  if constexpr (L::kDsmemEligible && !L::kDsmemSplit) {
-    if (dsmem_wanted(g, sizeof(OutT))) {
-      const char* r = launch_layout<typename L::dsmem_variant>(g, op, stream);
-      if (r != kDsmemDeclined) return r;
-    }
-  }
   const uint64_t K = uint64_t(g.K);
   // X: K-major map dims {K, rows}; MN-major dims {rows, K}. Y likewise with cols.
   const gl2d gx = L::kAMn ? gl2d{op.x, uint64_t(op.rows), K, uint64_t(op.ldx), 2} : gl2d{op.x, K, uint64_t(op.rows), uint64_t(op.ldx), 2};
@@ -163,18 +141,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     ep.ready_flags = g.unit_counter + 1;
   }
 
-  auto kernel = gemm_kernel<L>;
-  // The shared-memory opt-in is a per-device function attribute: set once per device.
-  static std::atomic<uint64_t> attr_set{0};
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) return cudaGetErrorString(err);
-  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
-  if (bit == 0 || !(attr_set.load(std::memory_order_acquire) & bit)) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
-    if (err != cudaSuccess) return cudaGetErrorString(err);
-    attr_set.fetch_or(bit, std::memory_order_acq_rel);
-  }
   // TMA-store epilogue: 16-bit output written in place (not transposed, no partials) with a
   // 16-B aligned row pitch; otherwise the epilogue stores from registers.
   CUtensorMap tout{};
@@ -189,50 +155,20 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).
-  const bool out_tma_ok = !copy_store && L::kTmaStore && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
-                          reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
-  // The split-K-in-clusters variant (dsmem_wanted) runs only where every cluster is resident at
-  // once: a second wave of clusters would double the time (then the partials and the reduction).
-  int dsmem = 0;
-  if constexpr (L::kDsmemSplit) {
-    // Resident clusters of this kernel at this size, once per device (-1: none fit).
-    static std::atomic<int> resident[64][kDsmemMaxSplits + 1];
-    int clusters = dev < 64 ? resident[dev][p.splits].load() : 0;
-    if (clusters == 0) {
-      cudaLaunchConfig_t q{};
-      q.gridDim = dim3(unsigned(p.grid));
-      q.blockDim = dim3(L::THREADS);
-      q.dynamicSmemBytes = L::SMEM_BYTES;
-      q.stream = stream;
-      cudaLaunchAttribute a{};
-      a.id = cudaLaunchAttributeClusterDimension;
-      a.val.clusterDim.x = unsigned(p.splits);
-      a.val.clusterDim.y = a.val.clusterDim.z = 1;
-      q.attrs = &a;
-      q.numAttrs = 1;
-      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &q) != cudaSuccess || clusters < 1) {
-        (void)cudaGetLastError();  // not sticky: the caller takes the reduction-kernel path
-        clusters = -1;
-      }
-      if (dev < 64) resident[dev][p.splits].store(clusters);
-    }
-    if (!out_tma_ok || int64_t(clusters) * p.splits < p.grid) return kDsmemDeclined;
-    dsmem = p.splits;
-  }
-  bool tma_store = out_tma_ok && (!split_out || dsmem > 0);
+  bool tma_store = !copy_store && L::kTmaStore && !split_out && (N * int64_t(sizeof(OutT))) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
   CUtensorMap tout_tail{};  // a narrow last round's transposed box (gemm_layout::kPartialRound, swap-AB)
   if (tma_store) {
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS &&
                 (!L::kPartialRound || make_tma_desc(&tout_tail, go, tma_dtype<OutT>(), 64, L::LAST_COLS) == CUDA_SUCCESS);
-    if (L::kDsmemSplit && !tma_store) return kDsmemDeclined;
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue.cuh store_unit_partial_tma) where it is describable: rows of N floats a
   // multiple of 16 B, a 16-B aligned workspace, whole 32-column rounds, no fused finish (its flags
   // follow ordinary stores). TK_HOPPER_PARTIAL_TMA=0 (A/B, read once): register stores always.
   static const bool partial_tma_on = env_flag("TK_HOPPER_PARTIAL_TMA", true);
-  bool partial_tma = split_out && dsmem == 0 && !p.fused_split && partial_tma_on && L::kTmaStore && L::BN % 32 == 0 &&
+  bool partial_tma = split_out && !p.fused_split && partial_tma_on && L::kTmaStore && L::BN % 32 == 0 &&
                      N % 4 == 0 && reinterpret_cast<uintptr_t>(ep.partial) % 16 == 0;
   if (partial_tma) {
     // Box: 32 floats of the contiguous index (n) x 64 (untransposed: m rows) or 32 (swap-AB: m
@@ -243,37 +179,29 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   }
   // Otherwise a 16-bit, untransposed output without partials still goes through the staging
   // buffer and is copied out by rows (coalesced); the rest stores from registers.
-  ep.dsmem_splits = dsmem;
   const int store_mode = tma_store ? (p.swap_ab ? kStoreTmaTransposed : kStoreTma)
                          : partial_tma ? (p.swap_ab ? kStorePartialTmaT : kStorePartialTma)
                          : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
                                                                       : kStoreRegisters;
 
+  auto kernel = gemm_kernel<L>;
+  // The shared-memory opt-in is a per-device function attribute: set once per device.
+  static std::atomic<uint64_t> attr_set{0};
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+  if (bit == 0 || !(attr_set.load(std::memory_order_acquire) & bit)) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM_BYTES);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+    attr_set.fetch_or(bit, std::memory_order_acq_rel);
+  }
   // GemmArgs::dependent: a programmatic dependent launch (the producer's griddepcontrol.wait
   // holds the loads until the previous grid has completed).
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
-  if (dsmem > 0) {
-    // Clusters of `dsmem` CTAs along x (all resident: checked above).
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(p.grid));
-    cfg.blockDim = dim3(L::THREADS);
-    cfg.dynamicSmemBytes = L::SMEM_BYTES;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(dsmem);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1] = pdl;
-    cfg.attrs = attr;
-    cfg.numAttrs = g.dependent ? 2 : 1;
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K,
-                             p.splits, store_mode, p.group_m, unit_counter);
-    if (err != cudaSuccess) return cudaGetErrorString(err);
-    tk::count_call(tk::Path::hopper_split_cluster);
-  } else if (L::CLUSTER == 1 && g.dependent) {
+  if (L::CLUSTER == 1 && g.dependent) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(p.grid));
     cfg.blockDim = dim3(L::THREADS);
@@ -322,7 +250,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 #ifdef TK_EXPERIMENTS
   if (ep.trace != nullptr) print_trace_records(static_cast<const TraceRecord*>(ep.trace), stream);
 #endif
-  if (split_out && !p.fused_split && dsmem == 0) {
+  if (split_out && !p.fused_split) {
     // The reduction works in the original (m, n) space: out and the partials are row-major, ld = N.
     Epilogue<OutT> red = ep;
     red.c_s0 = g.c_s0;

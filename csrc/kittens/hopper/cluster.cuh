@@ -27,28 +27,6 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// The two halves of cluster_sync, for threads that do not arrive together (no .aligned): every
-// thread of every CTA of the cluster arrives once per phase; the wait returns once all have.
-__device__ __forceinline__ void cluster_arrive_release() {
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait_acquire() {
-  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-}
-
-// 16 bytes from the shared memory of CTA `rank` of the cluster, at local shared address `addr`'s
-// offset (volatile: issued in program order, so a caller batches loads before using them).
-__device__ __forceinline__ float4 ld_shared_cluster_v4(uint32_t addr, uint32_t rank) {
-  uint32_t remote;
-  float4 v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
-
 // Arrival on the mbarrier at the same shared-memory offset in CTA `rank` of the cluster, with the
 // default .release.cta semantics. What it publishes is "this warp's wgmma reads of the stage are
 // done" (already ordered by wgmma.wait_group), for the peer's producer to overwrite the stage by
