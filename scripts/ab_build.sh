@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device A/B of two builds of this tree: A as checked out, B with TK_BUILD_DEFINES=$AB_DEFINES
-# (compile-time variants, e.g. TK_STAGING_BUFFERS_256=4). Builds both, checks B with a short GPU
+# (compile-time variants, e.g. TK_STAGING_BUFFERS_256=4), and a third, C, when AB_DEFINES_C is set. Builds both, checks B with a short GPU
 # test selection, then times both alternately (one bench_gemm process per round and build).
 # Usage: AB_DEFINES=NAME=VALUE[,...] AB_SHAPES=MxNxK,... [AB_ROUNDS=3] [AB_LAYOUTS=NT]
 #        [AB_TESTS="pytest -k expression"] bash scripts/ab_build.sh
@@ -20,24 +20,26 @@ build() {  # $1: defines ("" for A), $2: name
 use() { cp "/tmp/tk_ab_$1.so" "$(ls torch_tk/_C*.so | head -n 1)"; }
 build "" A
 build "${AB_DEFINES:?AB_DEFINES: NAME=VALUE list for build B}" B
+VARIANTS="A B"
+if [ -n "${AB_DEFINES_C:-}" ]; then build "$AB_DEFINES_C" C; VARIANTS="A B C"; fi
 if [ -n "${AB_TESTS:-}" ]; then
   python3 -m pytest -q -x test/test_gpu.py -k "$AB_TESTS" > "$OUT/pytest_B.log" 2>&1
   echo "B tests: $(tail -n 1 "$OUT/pytest_B.log")"
 fi
 S=${AB_SHAPES:?AB_SHAPES: comma list MxNxK}
 for r in $(seq "${AB_ROUNDS:-3}"); do
-  for v in A B; do
+  for v in $VARIANTS; do
     use $v
     timeout 150 python3 benchmarks/bench_gemm.py --shapes "$S" --layouts "${AB_LAYOUTS:-NT}" --rounds 2 --rep-ms 40 \
       > "$OUT/ab_${v}_$r.log" 2>&1
     echo "r$r $v: $(grep -E '^custom' "$OUT/ab_${v}_$r.log" | awk '{printf "%s ", $8}')"
   done
 done
-echo "== per shape: ms of ours (median over rounds), A / B = ${AB_DEFINES}"
+echo "== per shape: ms of ours (median over rounds), A / B = ${AB_DEFINES} / C = ${AB_DEFINES_C:-}"
 python3 - "$OUT" <<'PY'
 import glob, statistics, sys
 rows = {}
-for v in "AB":
+for v in "ABC":
     for f in glob.glob(f"{sys.argv[1]}/ab_{v}_*.log"):
         for line in open(f):
             p = line.split()
@@ -45,6 +47,6 @@ for v in "AB":
                 rows.setdefault((p[1], p[2]), {}).setdefault(v, []).append((float(p[8]), float(p[7])))
 for (shape, lay), by in rows.items():
     cells = [f"{v}: {statistics.median(t for t, _ in by[v]):.4f} ms ({statistics.median(r for _, r in by[v]):.3f}x)"
-             for v in "AB" if v in by]
+             for v in "ABC" if v in by]
     print(shape, lay, " | ".join(cells))
 PY

@@ -12,7 +12,7 @@ and the end (after the epilogue), all in cycles, plus the full gaps' and latenci
 all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
 32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
 (the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
-epilogue cycles per unit).
+epilogue cycles per unit; 64 + 128: also the deferred epilogue's immediate rounds and packing).
 """
 import os
 import re
@@ -81,14 +81,32 @@ def summarize(text, units=False):
         show = None if os.environ.get("TK_TRACE_FULL") else 16  # TK_TRACE_FULL=1: every record
         print(f"      issue: {prod[:show]} ...")
         print(f"      full : {cons[:show]} ...")
-        if units:  # cons = [start_0, issued_0, done_0, start_1, ..., after the last epilogue]
+        if units:  # cons = [start_0, issued_0, done_0, (stored_0, packed_0,) start_1, ..., after the last epilogue]
+            w = {1: 3, 2: 5, 3: 17}[units]  # kXpTraceEpi: 2 records per deferred epilogue; kXpTraceRound: 12 more
             t = cons[: len(cons) - 1]
-            main = [t[i + 2] - t[i] for i in range(0, len(t) - 2, 3)] or [0]
-            drain = [t[i + 2] - t[i + 1] for i in range(0, len(t) - 2, 3)] or [0]
-            epi = [(t[i + 3] if i + 3 < len(t) else cons[-1]) - t[i + 2] for i in range(0, len(t) - 2, 3)] or [0]
+            main = [t[i + 2] - t[i] for i in range(0, len(t) - 2, w)] or [0]
+            drain = [t[i + 2] - t[i + 1] for i in range(0, len(t) - 2, w)] or [0]
+            epi = [(t[i + w] if i + w < len(t) else cons[-1]) - t[i + 2] for i in range(0, len(t) - 2, w)] or [0]
             print(f"      units {len(main)}: mainloop {statistics.median(main):.0f} (of which the last group's drain "
                   f"after the next unit's decode {statistics.median(drain):.0f}), epilogue + next unit start "
                   f"{statistics.median(epi):.0f} cycles (medians); epilogues {epi[:8]}")
+            if w == 17:  # per round, from the previous record: wait, barrier, fill, fence, barrier, issue
+                names = ["wait", "barrier 1", "fill", "fence", "barrier 2", "issue"]
+                for rd in range(2):
+                    parts = []
+                    for j in range(6):
+                        a = 3 + 6 * rd + j  # record after phase j of round rd
+                        d = [t[i + a] - t[i + a - 1] for i in range(0, len(t) - 16, w)] or [0]
+                        parts.append(f"{names[j]} {statistics.median(d):.0f}")
+                    print(f"      round {rd} (medians): " + ", ".join(parts))
+            if w in (5, 17):
+                e = w - 2  # records of the unit's epilogue: [done, ..., stored, packed]
+                imm = [t[i + e] - t[i + 2] for i in range(0, len(t) - (w - 1), w)] or [0]
+                pack = [t[i + e + 1] - t[i + e] for i in range(0, len(t) - (w - 1), w)] or [0]
+                rest = [(t[i + w] if i + w < len(t) else cons[-1]) - t[i + e + 1] for i in range(0, len(t) - (w - 1), w)] or [0]
+                print(f"      epilogue parts (medians): immediate rounds {statistics.median(imm):.0f}, pack "
+                      f"{statistics.median(pack):.0f}, to the next unit's start {statistics.median(rest):.0f}; "
+                      f"immediate {imm[:8]}")
 
 
 def main(argv):
@@ -101,7 +119,8 @@ def main(argv):
         if r.returncode:
             print(r.stderr[-2000:])
         print("\n".join(line for line in r.stdout.splitlines() if line.startswith("plan")))
-        summarize(r.stdout, units=bool(int(os.environ.get("TK_TRACE_EXTRA", "0")) & 64))
+        extra = int(os.environ.get("TK_TRACE_EXTRA", "0"))
+        summarize(r.stdout, units=(3 if extra & 4096 else 2 if extra & 128 else 1) if extra & 64 else 0)
     return 0
 
 

@@ -10,6 +10,7 @@
 #include "../../kittens/hopper/tma.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
 #include "convert.cuh"
+#include "gemm_experiments.cuh"
 
 #ifndef TK_STORE_EVICT_FIRST
 #define TK_STORE_EVICT_FIRST 0
@@ -263,9 +264,10 @@ __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogu
 
 // TMA-store epilogue round H of one consumer warpgroup: `fill(stage_base)` writes one of its
 // staging buffers, then one thread issues the box store, which runs on while the warpgroup goes on.
+// xp: stage-removal bits (gemm_experiments.cuh kXpEpi*; 0 outside an experiment build).
 template <class L, int H, bool kT, class Fill>
 __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
-                                          Fill&& fill) {
+                                          Fill&& fill, int xp = 0, const EpiMarks* marks = nullptr) {
   const int t = thread_in_warpgroup();
   constexpr int kBuffers = L::STAGING_BUFFERS;
   const uint32_t buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
@@ -274,15 +276,20 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
   // only buffer 0 is used, and the last store must have read it.
   // (When the narrow last round is copied out instead -- untransposed, store_round_tma -- fewer
   // stores than rounds were issued since, so wait for all of them.)
-  if (t == 0) {
+  if (t == 0 && !(xp & kXpEpiNoWait)) {
     if constexpr (L::STORE_ROUNDS == 1 || (L::kPartialRound && !kT)) tma_store_wait_read<0>();
     else tma_store_wait_read<kBuffers - 1>();
   }
+  epi_mark(marks);
   named_barrier(1 + cw, kWarpgroupThreads);
-  fill(buffer);
-  fence_proxy_async_smem();
+  epi_mark(marks);
+  if (!(xp & kXpEpiNoFill)) fill(buffer);
+  epi_mark(marks);
+  if (!(xp & kXpEpiNoFence)) fence_proxy_async_smem();
+  epi_mark(marks);
   named_barrier(1 + cw, kWarpgroupThreads);
-  if (t == 0) {
+  epi_mark(marks);
+  if (t == 0 && !(xp & kXpEpiNoIssue)) {
     // The output's tensor map is {inner: contiguous index, outer: the other}: kernel (col, row)
     // unswapped, (row, col) when kT.
 #if TK_STORE_EVICT_FIRST
@@ -297,6 +304,7 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
 #endif
     tma_store_commit();
   }
+  epi_mark(marks);
 }
 
 template <class L, int H, int R>
@@ -311,14 +319,17 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
 template <class L, int H, bool kT, int R>
 __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                 const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
-                                                uint32_t staging, int row0, int n0, int M, int N, int cw) {
+                                                uint32_t staging, int row0, int n0, int M, int N, int cw,
+                                                const EpiMarks* marks = nullptr) {
   constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
   if constexpr (kNarrow && !kT) {
     store_round_staged<L, H>(acc, ep, staging, row0, n0, M, N, cw, true);
     return;
   }
-  tma_round<L, H, kT>(kNarrow ? tm_out_tail : tm_out, staging, row0, n0, cw,
-                      [&](uint32_t stage_base) { stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N); });
+  tma_round<L, H, kT>(
+      kNarrow ? tm_out_tail : tm_out, staging, row0, n0, cw,
+      [&](uint32_t stage_base) { stage_round<L, H, kT>(acc, ep, stage_base, row0, n0, M, N); }, epi_xp(ep.experiment),
+      marks);
 }
 
 // Deferred TMA-store epilogue (Epilogue::deferred). After a unit's mainloop the warpgroup stores
@@ -342,6 +353,36 @@ __device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held
     const auto c = c_rows<true>(ep, t, row0, M);
 #pragma unroll
     for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<kEpAffine>(acc, r, ep, c, t, n0, N);
+  }
+}
+
+// Immediate rounds [H, kEnd) of the deferred epilogue: each round's 16 pairs packed like the held
+// ones (pack_unit) and staged by 4 stmatrix.x4 on the held rounds' lane addresses, instead of
+// 16-32 shared stores at per-pair addresses that stay live beside the accumulators and the held
+// words (with 3 held rounds ptxas then spilled; gemm_layout::HELD_ROUNDS).
+template <class L, bool kT, int kEnd, int H = 0, int R>
+__device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                    const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                    int M, int N, int cw, const EpiMarks* marks = nullptr) {
+  static_assert(L::STORE_COLS == 64 && !L::kPartialRound, "whole 64-column rounds");
+  if constexpr (H < kEnd) {
+    const int t = thread_in_warpgroup();
+    uint32_t packed[L::STORE_COLS / 4];
+    if (ep_light<L>(ep)) {
+      const auto c = c_rows<false>(ep, t, row0, M);
+#pragma unroll
+      for (int p = 0; p < L::STORE_COLS / 4; ++p)
+        packed[p] = out_pair<ep_light_mode<L>()>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
+    } else {
+      const auto c = c_rows<true>(ep, t, row0, M);
+#pragma unroll
+      for (int p = 0; p < L::STORE_COLS / 4; ++p)
+        packed[p] = out_pair<kEpAffine>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
+    }
+    tma_round<L, H, kT>(
+        tm_out, staging, row0, n0, cw, [&](uint32_t base) { stmatrix_round<kT>(base, t, packed); },
+        epi_xp(ep.experiment), marks);
+    store_rounds_packed<L, kT, kEnd, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw, marks);
   }
 }
 
@@ -439,12 +480,13 @@ __device__ __forceinline__ void store_unit_staged(const float (&acc)[R], const E
 template <class L, bool kT, int kEnd = L::STORE_ROUNDS, int H = 0, int R>
 __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
-                                               uint32_t staging, int row0, int n0, int M, int N, int cw) {
+                                               uint32_t staging, int row0, int n0, int M, int N, int cw,
+                                               const EpiMarks* marks = nullptr) {
   static_assert(L::STORE_ROUNDS % L::STAGING_BUFFERS == 0 || L::STORE_ROUNDS == 1,
                 "buffer order must run on across units");
   if constexpr (H < kEnd) {
-    store_round_tma<L, H, kT>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
-    store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw);
+    store_round_tma<L, H, kT>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
+    store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
   }
 }
 

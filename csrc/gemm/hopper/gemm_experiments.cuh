@@ -24,6 +24,30 @@ constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
 // kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the point where its k
 // tiles are issued and the next unit is decoded, and its last wgmma's completion.
 constexpr int kXpTraceUnits = 64;
+// kXpTraceEpi (with kXpTraceUnits): two more records per unit in the deferred epilogue, after its
+// immediate rounds are issued and after the held rounds are packed (5 records per unit).
+constexpr int kXpTraceEpi = 128;
+// Stage removal inside a TMA-store epilogue round (epilogue.cuh tma_round): skip the wait for
+// the buffer's earlier store, the staging writes, the async-proxy fence, the store itself.
+constexpr int kXpEpiNoWait = 256, kXpEpiNoFill = 512, kXpEpiNoFence = 1024, kXpEpiNoIssue = 2048;
+// kXpTraceRound (with kXpTraceUnits | kXpTraceEpi): consumer 0 also records 6 points inside each
+// immediate round of the deferred epilogue (EpiMarks): after the buffer wait, the first barrier,
+// the staging writes, the fence, the second barrier and the store's issue.
+constexpr int kXpTraceRound = 4096;
+struct EpiMarks {
+  unsigned* tr;
+  int* tn;
+  long long c0;
+};
+__device__ __forceinline__ void epi_mark(const EpiMarks* m) {
+  if (m != nullptr && *m->tn < kTraceLen) m->tr[(*m->tn)++] = unsigned(clock64() - m->c0);
+}
+// The experiment bits an epilogue sees: none outside a TK_EXPERIMENTS build (folded away).
+#ifdef TK_EXPERIMENTS
+__host__ __device__ __forceinline__ int epi_xp(int experiment) { return experiment; }
+#else
+__host__ __device__ __forceinline__ constexpr int epi_xp(int) { return 0; }
+#endif
 struct TraceRecord {
   unsigned long long start_ns, ns;  // globaltimer at the CTA's start; ns and cycles until the end
   long long cycles;

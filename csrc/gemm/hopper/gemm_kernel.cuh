@@ -112,6 +112,11 @@ struct gemm_layout {
   // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
   // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
   // Not in the (opt-in) stream-K kernels, whose tail state leaves no registers for them.
+// TK_IMMEDIATE_STM (build define, A/B; default 1): the deferred epilogue's immediate rounds
+// packed and staged by stmatrix (epilogue.cuh store_rounds_packed); 0: per-pair shared stores.
+#ifndef TK_IMMEDIATE_STM
+#define TK_IMMEDIATE_STM 1
+#endif
 #ifndef TK_HELD_ROUNDS
 #define TK_HELD_ROUNDS 2
 #endif
@@ -133,7 +138,14 @@ struct gemm_layout {
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
+  // setmaxnreg budgets (TK_PRODUCER_REGS / TK_CONSUMER_REGS: A/B build defines).
+#ifndef TK_PRODUCER_REGS
+#define TK_PRODUCER_REGS 40
+#endif
+#ifndef TK_CONSUMER_REGS
+#define TK_CONSUMER_REGS 232
+#endif
+  static constexpr int PRODUCER_REGS = TK_PRODUCER_REGS, CONSUMER_REGS = TK_CONSUMER_REGS;
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
   // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
@@ -383,6 +395,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0 && !(xp & kXpTraceUnits);
     unsigned tr[kTraceLen + 8];
     int tn = 0;
+    const EpiMarks marks{tr, &tn, trace_c0};  // kXpTraceRound
+    const EpiMarks* const round_marks = tc_units && (xp & kXpTraceRound) ? &marks : nullptr;
     int received = 0;  // unit ids taken from the sched ring (dynamic)
     // The next unit: static stride, or the id rank 0's producer handed over (every thread reads
     // it, then one arrival per warp on rank 0's ring frees the slot).
@@ -518,13 +532,24 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           if constexpr (L::kDeferred) {
             if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
               while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+#if TK_IMMEDIATE_STM
+              if (store_mode == kStoreTma)
+                store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs,
+                                                                   round_marks);
+              else
+                store_rounds_packed<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs,
+                                                                  round_marks);
+#else
               if (store_mode == kStoreTma)
                 store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
-                                                              M, N, cs);
+                                                              M, N, cs, round_marks);
               else
                 store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
-                                                             M, N, cs);
+                                                             M, N, cs, round_marks);
+#endif
+              if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
               pack_unit<L>(acc, held, ep, row0, n0, M, N);
+              if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
               held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
               continue;
             }
