@@ -32,7 +32,8 @@ constexpr int kXpTraceEpi = 128;
 constexpr int kXpEpiNoWait = 256, kXpEpiNoFill = 512, kXpEpiNoFence = 1024, kXpEpiNoIssue = 2048;
 // kXpTraceRound (with kXpTraceUnits | kXpTraceEpi): consumer 0 also records 6 points inside each
 // immediate round of the deferred epilogue (EpiMarks): after the buffer wait, the first barrier,
-// the staging writes, the fence, the second barrier and the store's issue.
+// the staging writes, the fence, the second barrier and the store's issue. Each record costs
+// ~200 cycles itself (a clock read, a local-memory store): they locate costs, they do not price them.
 constexpr int kXpTraceRound = 4096;
 struct EpiMarks {
   unsigned* tr;
