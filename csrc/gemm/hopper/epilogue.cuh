@@ -339,51 +339,30 @@ __device__ __forceinline__ void store_round_tma(const float (&acc)[R], const Epi
 // not idle for their staging writes, barriers and waits on earlier TMA reads (~540 cycles per
 // round of a 128 x 256 unit, H100 trace). Holding more than 2 rounds (32 words) beside the next
 // unit's 128 accumulators made ptxas spill, hence gemm_layout::HELD_ROUNDS.
+// Accumulator pairs (kFrom, kFrom + 1), (kFrom + 2, kFrom + 3), ... as W packed 16-bit pairs
+// (out_pair: alpha, beta C applied), the light or the affine variant as the epilogue asks.
+template <class L, int kFrom, int R, int W>
+__device__ __forceinline__ void pack_pairs(const float (&acc)[R], uint32_t (&words)[W],
+                                           const Epilogue<typename L::out_t>& ep, int row0, int n0, int M, int N) {
+  static_assert(kFrom + 2 * W <= R, "pairs inside the strip");
+  const int t = thread_in_warpgroup();
+  if (ep_light<L>(ep)) {
+    const auto c = c_rows<false>(ep, t, row0, M);
+#pragma unroll
+    for (int p = 0; p < W; ++p) words[p] = out_pair<ep_light_mode<L>()>(acc, kFrom + 2 * p, ep, c, t, n0, N);
+  } else {
+    const auto c = c_rows<true>(ep, t, row0, M);
+#pragma unroll
+    for (int p = 0; p < W; ++p) words[p] = out_pair<kEpAffine>(acc, kFrom + 2 * p, ep, c, t, n0, N);
+  }
+}
+
 template <class L, int R, int W>
 __device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held)[W],
                                           const Epilogue<typename L::out_t>& ep, int row0, int n0, int M, int N) {
   constexpr int kFirst = L::FIRST_HELD_ROUND * L::STORE_COLS / 2;  // first held accumulator register
   static_assert(W == (R - kFirst) / 2, "one word per held accumulator pair");
-  const int t = thread_in_warpgroup();
-  if (ep_light<L>(ep)) {
-    const auto c = c_rows<false>(ep, t, row0, M);
-#pragma unroll
-    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<ep_light_mode<L>()>(acc, r, ep, c, t, n0, N);
-  } else {
-    const auto c = c_rows<true>(ep, t, row0, M);
-#pragma unroll
-    for (int r = kFirst; r < R; r += 2) held[(r - kFirst) / 2] = out_pair<kEpAffine>(acc, r, ep, c, t, n0, N);
-  }
-}
-
-// Immediate rounds [H, kEnd) of the deferred epilogue: each round's 16 pairs packed like the held
-// ones (pack_unit) and staged by 4 stmatrix.x4 on the held rounds' lane addresses, instead of
-// 16-32 shared stores at per-pair addresses that stay live beside the accumulators and the held
-// words (with 3 held rounds ptxas then spilled; gemm_layout::HELD_ROUNDS).
-template <class L, bool kT, int kEnd, int H = 0, int R>
-__device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
-                                                    const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
-                                                    int M, int N, int cw, const EpiMarks* marks = nullptr) {
-  static_assert(L::STORE_COLS == 64 && !L::kPartialRound, "whole 64-column rounds");
-  if constexpr (H < kEnd) {
-    const int t = thread_in_warpgroup();
-    uint32_t packed[L::STORE_COLS / 4];
-    if (ep_light<L>(ep)) {
-      const auto c = c_rows<false>(ep, t, row0, M);
-#pragma unroll
-      for (int p = 0; p < L::STORE_COLS / 4; ++p)
-        packed[p] = out_pair<ep_light_mode<L>()>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
-    } else {
-      const auto c = c_rows<true>(ep, t, row0, M);
-#pragma unroll
-      for (int p = 0; p < L::STORE_COLS / 4; ++p)
-        packed[p] = out_pair<kEpAffine>(acc, H * L::STORE_COLS / 2 + 2 * p, ep, c, t, n0, N);
-    }
-    tma_round<L, H, kT>(
-        tm_out, staging, row0, n0, cw, [&](uint32_t base) { stmatrix_round<kT>(base, t, packed); },
-        epi_xp(ep.experiment), marks);
-    store_rounds_packed<L, kT, kEnd, H + 1>(acc, ep, tm_out, staging, row0, n0, M, N, cw, marks);
-  }
+  pack_pairs<L, kFirst>(acc, held, ep, row0, n0, M, N);
 }
 
 // Round H of the held strip into a staging box: stmatrix (4 instructions, 4 lane addresses)
@@ -487,6 +466,33 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
   if constexpr (H < kEnd) {
     store_round_tma<L, H, kT>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
     store_unit_tma<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
+  }
+}
+
+// Immediate rounds [H, kEnd) of the deferred epilogue: each round's 16 pairs packed like the held
+// ones (pack_pairs) and staged by 4 stmatrix.x4 on the held rounds' lane addresses instead of
+// 16-32 shared stores at per-pair addresses (2026-11-26h A/B: -0.85% over 7 NT shapes,
+// benchmarks/NOTES.md). TK_IMMEDIATE_STM=0 (build define, A/B): the per-pair stores
+// (store_unit_tma).
+#ifndef TK_IMMEDIATE_STM
+#define TK_IMMEDIATE_STM 1
+#endif
+template <class L, bool kT, int kEnd, int H = 0, int R>
+__device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
+                                                    const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
+                                                    uint32_t staging, int row0, int n0, int M, int N, int cw,
+                                                    const EpiMarks* marks = nullptr) {
+  static_assert(L::STORE_COLS == 64 && !L::kPartialRound, "whole 64-column rounds");
+  if constexpr (!TK_IMMEDIATE_STM) {
+    store_unit_tma<L, kT, kEnd>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
+  } else if constexpr (H < kEnd) {
+    uint32_t packed[L::STORE_COLS / 4];
+    pack_pairs<L, H * L::STORE_COLS / 2>(acc, packed, ep, row0, n0, M, N);
+    tma_round<L, H, kT>(
+        tm_out, staging, row0, n0, cw,
+        [&](uint32_t base) { stmatrix_round<kT>(base, thread_in_warpgroup(), packed); }, epi_xp(ep.experiment),
+        marks);
+    store_rounds_packed<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
   }
 }
 

@@ -112,11 +112,6 @@ struct gemm_layout {
   // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
   // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
   // Not in the (opt-in) stream-K kernels, whose tail state leaves no registers for them.
-// TK_IMMEDIATE_STM (build define, A/B; default 1): the deferred epilogue's immediate rounds
-// packed and staged by stmatrix (epilogue.cuh store_rounds_packed); 0: per-pair shared stores.
-#ifndef TK_IMMEDIATE_STM
-#define TK_IMMEDIATE_STM 1
-#endif
 #ifndef TK_HELD_ROUNDS
 #define TK_HELD_ROUNDS 2
 #endif
@@ -138,14 +133,7 @@ struct gemm_layout {
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  // setmaxnreg budgets (TK_PRODUCER_REGS / TK_CONSUMER_REGS: A/B build defines).
-#ifndef TK_PRODUCER_REGS
-#define TK_PRODUCER_REGS 40
-#endif
-#ifndef TK_CONSUMER_REGS
-#define TK_CONSUMER_REGS 232
-#endif
-  static constexpr int PRODUCER_REGS = TK_PRODUCER_REGS, CONSUMER_REGS = TK_CONSUMER_REGS;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
   // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
@@ -532,21 +520,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           if constexpr (L::kDeferred) {
             if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
               while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
-#if TK_IMMEDIATE_STM
               if (store_mode == kStoreTma)
-                store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs,
-                                                                   round_marks);
+                store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
+                                                                   n0, M, N, cs, round_marks);
               else
-                store_rounds_packed<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, my_staging_s, row0, n0, M, N, cs,
-                                                                  round_marks);
-#else
-              if (store_mode == kStoreTma)
-                store_unit_tma<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
-                                                              M, N, cs, round_marks);
-              else
-                store_unit_tma<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
-                                                             M, N, cs, round_marks);
-#endif
+                store_rounds_packed<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
+                                                                  n0, M, N, cs, round_marks);
               if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
               pack_unit<L>(acc, held, ep, row0, n0, M, N);
               if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
