@@ -477,6 +477,29 @@ __device__ __forceinline__ void store_unit_tma(const float (&acc)[R], const Epil
 #ifndef TK_IMMEDIATE_STM
 #define TK_IMMEDIATE_STM 1
 #endif
+// Round H, packed already (pack_pairs: 16 words from packed[P0]), staged by stmatrix and stored by TMA.
+template <class L, bool kT, int H, int P0 = 0, int W>
+__device__ __forceinline__ void store_packed_round(const uint32_t (&packed)[W], const Epilogue<typename L::out_t>& ep,
+                                                   const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                   int cw, const EpiMarks* marks = nullptr) {
+  static_assert(P0 + L::STORE_COLS / 4 <= W, "one round's pairs");
+  tma_round<L, H, kT>(
+      tm_out, staging, row0, n0, cw,
+      [&](uint32_t base) { stmatrix_round<kT, P0>(base, thread_in_warpgroup(), packed); }, epi_xp(ep.experiment),
+      marks);
+}
+
+// Rounds [H, kEnd), packed already: round h's words from packed[(h - kFirst) * 16].
+template <class L, bool kT, int kEnd, int H = 0, int kFirst = H, int W>
+__device__ __forceinline__ void store_packed_rounds(const uint32_t (&packed)[W], const Epilogue<typename L::out_t>& ep,
+                                                    const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                    int cw, const EpiMarks* marks = nullptr) {
+  if constexpr (H < kEnd) {
+    store_packed_round<L, kT, H, (H - kFirst) * L::STORE_COLS / 4>(packed, ep, tm_out, staging, row0, n0, cw, marks);
+    store_packed_rounds<L, kT, kEnd, H + 1, kFirst>(packed, ep, tm_out, staging, row0, n0, cw, marks);
+  }
+}
+
 template <class L, bool kT, int kEnd, int H = 0, int R>
 __device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                     const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
@@ -488,10 +511,7 @@ __device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const
   } else if constexpr (H < kEnd) {
     uint32_t packed[L::STORE_COLS / 4];
     pack_pairs<L, H * L::STORE_COLS / 2>(acc, packed, ep, row0, n0, M, N);
-    tma_round<L, H, kT>(
-        tm_out, staging, row0, n0, cw,
-        [&](uint32_t base) { stmatrix_round<kT>(base, thread_in_warpgroup(), packed); }, epi_xp(ep.experiment),
-        marks);
+    store_packed_round<L, kT, H>(packed, ep, tm_out, staging, row0, n0, cw, marks);
     store_rounds_packed<L, kT, kEnd, H + 1>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
   }
 }

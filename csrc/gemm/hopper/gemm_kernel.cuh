@@ -7,6 +7,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <type_traits>
 #include "../../kittens/common/fragments.h"
 #include "../../kittens/common/raster.h"
 #include "../../kittens/common/stream_k.h"
@@ -17,6 +18,7 @@
 #include "../../kittens/hopper/wgmma_ops.cuh"
 #include "convert.cuh"
 #include "epilogue.cuh"
+#include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 
 // TK_BM64_SPLIT=1 (build define, A/B; not GPU-tested yet): the 64-row kernels compile the split-K
@@ -29,121 +31,6 @@
 namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
-
-// One kernel configuration. The kernel computes out = X (rows x K) . Y (K x cols); the host
-// maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
-// CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
-// Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
-// STREAM_K_: the plan's last sk_tiles tiles run by k iteration (kittens/common/stream_k.h: the
-// tail of the last wave, or every tile in fill mode).
-// BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
-// WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
-// (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
-// k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
-// RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
-// epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
-// the ring gets one stage more (128 x 128: 7 instead of 6).
-template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
-struct gemm_layout {
-  using in_t = T;
-  using out_t = OutT;
-  static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
-  static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
-  static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
-  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
-  static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
-  static constexpr bool kRingStaging = RING_STAGING_;
-  // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
-  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
-  using a_tile = st_operand<BM, XMn>;
-  using b_tile = st_operand<BN, YMn, CLUSTER>;
-  static constexpr int BK = a_tile::kK;
-  // k tiles (BK wide) per pipeline stage, each tile's A then B box (SUB_BYTES) one after the other.
-  // 2 for 64 x 64 tiles: one full/empty round trip per two k tiles, whose barrier costs a 64 x 64
-  // k tile (128 tensor cycles) cannot hide (benchmarks/micro/mainloop_rate.cu, H100: 337 -> 200
-  // cycles per k tile in a 2-CTA cluster; H200 128x4096x4096 22.7 -> 19.2 us, benchmarks/NOTES.md;
-  // 64 x 128 tiles measured even or slower, so 1 there). A unit's k range must then be whole stages
-  // or end at K (the tile past K arrives zero-filled): 64-row plans never split K (launch_impl.cuh
-  // checks) unless built with TK_BM64_SPLIT=1 (below). TK_BM64_KT (build define, A/B): 1 or 2 for
-  // every 64-row kernel.
-#ifndef TK_BM64_KT
-#define TK_BM64_KT 0
-#endif
-  // TK_BM128_KT (build define, A/B): k tiles per stage of the 128 x 128 kernels (split-K ranges
-  // are then whole stages: kittens::split_k_range's align).
-#ifndef TK_BM128_KT
-#define TK_BM128_KT 1
-#endif
-  static constexpr int KT = BM_ == 64    ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1)
-                            : BN_ == 128 ? TK_BM128_KT
-                                         : 1;
-  static_assert(KT == 1 || !STREAM_K_, "several k tiles per stage: not in the stream-K kernels");
-  static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
-  static constexpr int STAGE_BYTES = KT * SUB_BYTES;
-  // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x 64 columns
-  // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
-  // buffers so that filling one overlaps the TMA read of the other.
-  static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  // A width that is not a multiple of 64 (144, 160, 224) ends in a narrower round of
-  // LAST_COLS columns: transposed (swap-AB) through its own TMA box (tm_out_tail: the round's
-  // columns are the box's outer dimension), untransposed copied out by rows (epilogue.cuh
-  // store_round_tma). Built with a K-major Y only (TMA boxes of any multiple of 8 rows).
-  static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
-  static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
-  static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
-  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && WG_ROWS_ == 64),
-                "narrow last rounds: unclustered two-warpgroup tiles with a K-major Y only");
-  static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
-  // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
-  // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the
-  // 128 x 256 tile (no wait within a unit, one stage fewer).
-#ifndef TK_STAGING_BUFFERS_256
-#define TK_STAGING_BUFFERS_256 2
-#endif
-  // 192-wide tiles (3 rounds): one buffer per round, so the buffer of round H (H % buffers) is the
-  // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
-  // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
-  // store_unit_tma asserts the multiple).
-  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : STORE_ROUNDS == 3 ? 3 : 2;
-  static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
-  static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
-  // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
-  // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
-  // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
-  // Not in the (opt-in) stream-K kernels, whose tail state leaves no registers for them.
-#ifndef TK_HELD_ROUNDS
-#define TK_HELD_ROUNDS 2
-#endif
-  // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
-  // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
-                                     : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
-  static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
-  static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
-  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
-  // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
-  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 160 -> 4 (36 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
-  // BN 128 -> 8, BN 64 -> 6 (two k tiles per stage, 32 KB).
-  static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
-  static constexpr int STAGES = kFit < 16 ? kFit : 16;
-  static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
-  // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
-  static constexpr int SCHED_SLOTS = 4;
-  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4);
-  static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
-  static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
-  // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
-  // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
-  // 128-token tile with 64 rows past M 47 -> 65 us of operand delivery, 42 us as a 64-row box), so
-  // the last tile's rows come through a map with an exact box and the slot's other rows keep stale
-  // data, which only reaches outputs past M / N (never stored).
-  static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
-  static_assert(STAGES >= 3, "pipeline too shallow");
-  static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
-};
 
 // Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
 // (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket
@@ -196,6 +83,16 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
   const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
+  // The unit grid {tiles_m, tiles_n, units, k_tiles}, read from shared memory where a unit is
+  // decoded: in registers across the unit loop they left the early k tiles' packed words too
+  // few (ptxas spilled them, 32-54 B per kernel).
+  int* const grid_consts = sched_unit + L::SCHED_SLOTS;
+  auto grid_const = [&](int i) {
+    if constexpr (L::EARLY_KTILES == 0) return i == 0 ? tiles_m : i == 1 ? tiles_n : i == 2 ? units : k_tiles;
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(smem_u32(grid_consts + i)));
+    return v;
+  };
   // Stream-K: whole-tile units [0, dp_units), then this CTA's stream-K iterations [sk_lo, sk_hi)
   // (offset by dp_units), walked from the back: in stream-K mode (in_sk) a unit id is the end of
   // the iterations still to do. A schedule switches to them once its next whole-tile id is past
@@ -213,8 +110,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   };
   auto decode = [&](int u, bool in_sk, WorkUnit& w, KRange& kr, SkSegment& seg) {
     if (L::kStreamK && in_sk) {
-      seg = sk_segment_back(u - dp_units, sk_lo - dp_units, k_tiles, sk_iters, sk_parts);
-      w = work_unit(dp_units + seg.tile, tiles_m, tiles_n, group);
+      seg = sk_segment_back(u - dp_units, sk_lo - dp_units, grid_const(3), sk_iters, sk_parts);
+      w = work_unit(dp_units + seg.tile, grid_const(0), grid_const(1), group);
       kr = seg.k;
     } else {
       // No division for the split (the unsplit plans' common case; 64-row plans never split,
@@ -222,11 +119,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // its 64-bit division helper once the deferred epilogue's registers were live; since
       // 2026-11-25f split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
       if ((L::BM == 64 && !TK_BM64_SPLIT) || splits == 1) {
-        w = WorkUnit{grouped_tile(u, tiles_m, tiles_n, group), 0};
-        kr = KRange{0, k_tiles};
+        w = WorkUnit{grouped_tile(u, grid_const(0), grid_const(1), group), 0};
+        kr = KRange{0, grid_const(3)};
       } else {
-        w = work_unit(u, tiles_m, tiles_n, group);
-        kr = split_k_range(w.split, splits, k_tiles, L::KT);  // whole stages (the last ends at K)
+        w = work_unit(u, grid_const(0), grid_const(1), group);
+        kr = split_k_range(w.split, splits, grid_const(3), L::KT);  // whole stages (the last ends at K)
       }
     }
   };
@@ -251,6 +148,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       mbar_init(&sched_empty[s], L::CONSUMERS * 4 * L::CLUSTER + L::CLUSTER - 1);
     }
     mbar_init_fence();
+    grid_consts[0] = tiles_m, grid_consts[1] = tiles_n, grid_consts[2] = units, grid_consts[3] = k_tiles;
     tma_prefetch_desc(&tm_a);
     tma_prefetch_desc(&tm_b);
     if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
@@ -367,9 +265,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const uint32_t a_hi = uint32_t(L::a_tile::desc(ring, cw * L::STRIPS * 64, 0) >> 32);
     const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
     const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
-    // Staged copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N.
-    const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
-                          reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
     // A stage is free once every consumer warp of every CTA that received it has read it.
     auto release = [&](int stage) {
       if (!warp_leader || (xp & kXpBare)) return;
@@ -422,10 +317,38 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::kDeferred)
         store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
     };
+    // The next unit's first EARLY_KTILES k tiles (stages it, it + 1, ...) on the whole accumulator
+    // (packed already: the first wgmma overwrites it, scale-d 0), one commit group per k tile.
+    auto early_ktiles = [&](float(&a)[L::BN / 2]) {
+      if constexpr (L::EARLY_KTILES > 0) {
+        forget_regs(a);
+#pragma unroll
+        for (int j = 0; j < L::EARLY_KTILES; ++j) {
+          const uint32_t s = (it + j) % L::STAGES;
+          if (!(xp & kXpBare)) mbar_wait(&full[s], ((it + j) / L::STAGES) & 1);
+          wgmma_fence();  // after the wait's spin loop (a fence before it made ptxas serialize)
+          const uint32_t step = s * (L::STAGE_BYTES >> 4);
+#pragma unroll
+          for (int kk = 0; kk < L::BK / 16; ++kk)
+            mma::mma(a, pack_desc(a_lo[0] + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+                     pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), j > 0 || kk > 0);
+          wgmma_commit();
+        }
+      }
+    };
     uint32_t partial_round = 0;  // split-K partial rounds stored so far (store_unit_partial_tma)
+    // Early k tiles (gemm_layout::EARLY_KTILES): the next unit's first k tiles, issued by the
+    // previous unit's epilogue (its accumulators then hold them: no zeroing, the loop starts later).
+    int primed = 0;
+    if constexpr (L::EARLY_KTILES > 0) {  // (else zeroed at each unit's start)
+#pragma unroll
+      for (int st = 0; st < L::STRIPS; ++st)
+#pragma unroll
+        for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
+    }
     int u = first_unit;
     enter_tail(u, in_sk);
-    bool more = in_sk ? u > sk_lo : u < units;
+    bool more = in_sk ? u > sk_lo : u < grid_const(2);
     WorkUnit w_next{};
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
@@ -437,11 +360,15 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       const SkSegment unit_seg = seg;
       const int unit_u = u;
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+      if constexpr (L::EARLY_KTILES == 0) {
 #pragma unroll
-      for (int st = 0; st < L::STRIPS; ++st)
+        for (int st = 0; st < L::STRIPS; ++st)
 #pragma unroll
-        for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
-      for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
+          for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
+      }
+      // (With early k tiles: zeroed by the previous epilogue, below -- zeroing them here spilled
+      // 334 B -- or holding this unit's early k tiles.)
+      for (int kt = kr.begin + primed; kt < kr.end; kt += L::KT, ++it) {
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -467,8 +394,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
+      primed = 0;
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
-      more = in_sk ? u > sk_lo : u < units;
+      more = in_sk ? u > sk_lo : u < grid_const(2);
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
@@ -488,6 +416,33 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
         // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
         if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
+        if constexpr (L::EARLY_KTILES > 0) {
+          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
+              kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
+            while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+            // Every round packed (the held ones and the immediate ones), the next unit's first
+            // k tiles issued on the freed accumulators, then the immediate rounds stored.
+            pack_unit<L>(acc, held, ep, row0, n0, M, N);
+            uint32_t now[L::IMMEDIATE_WORDS];
+            pack_pairs<L, 0>(acc, now, ep, row0, n0, M, N);
+            early_ktiles(acc);
+            if (store_mode == kStoreTma)
+              store_packed_rounds<L, false, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
+            else
+              store_packed_rounds<L, true, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
+            // Drained before the next unit's loop: with these wgmmas still in flight there, ptxas
+            // serialized every wgmma of the kernel (C7518). The loop releases the last stage.
+            wgmma_wait<0>();
+            fence_regs(acc);
+#pragma unroll
+            for (int j = 0; j + 1 < L::EARLY_KTILES; ++j) release((it + j) % L::STAGES);
+            it += L::EARLY_KTILES, primed = L::EARLY_KTILES;
+            held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
+            continue;
+          }
+        }
+        // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.
+        do {
         if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
         if constexpr (L::kStreamK) {
           if (unit_in_sk && unit_seg.slots > 1) {
@@ -538,6 +493,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
           if (store_mode == kStoreStaged) {
+            // Copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N
+            // (decided here, not once per kernel: a flag live across the unit loop was spilled).
+            const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
+                                  reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
             store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
             continue;
           }
@@ -559,6 +518,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (splits > 1 && ep.fused_split) {
           const int tiles = units / splits;  // units are split-major (kittens::work_unit)
           split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cs);
+        }
+        } while (false);
+        if constexpr (L::EARLY_KTILES > 0) {
+#pragma unroll
+          for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;  // the next unit's (an empty split range stores zeros)
         }
       }
     }

@@ -30,6 +30,15 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Ends the live range of accumulator values a scale-d 0 wgmma will overwrite: its asm operands
+// are read-write ("+f"), so the compiler would otherwise keep the old values in registers until
+// it issues (no instruction is emitted).
+template <int R>
+__device__ __forceinline__ void forget_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "=f"(d[i]));
+}
+
 template <int Regs>
 __device__ __forceinline__ void setmaxnreg_dec() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -1,0 +1,142 @@
+// gemm_layout: one Hopper GEMM kernel configuration (tile, stages, staging buffers, deferred and
+// early epilogue rounds, register budgets) and the shared-memory layout derived from it; the
+// kernel itself is gemm_kernel.cuh.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "../../kittens/hopper/st.cuh"
+#include "../../kittens/hopper/warpgroup.cuh"
+
+namespace tk::hopper {
+using namespace kittens;
+using namespace kittens::hopper;
+
+// One kernel configuration. The kernel computes out = X (rows x K) . Y (K x cols); the host
+// maps A.B or (swap-AB) B^T.A^T onto it (plan.h). XMn/YMn: operand stored MN-contiguous.
+// CLUSTER_ = 2: two CTAs of a cluster take vertically adjacent tiles of one column and share the
+// Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
+// STREAM_K_: the plan's last sk_tiles tiles run by k iteration (kittens/common/stream_k.h: the
+// tail of the last wave, or every tile in fill mode).
+// BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
+// WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
+// (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
+// k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
+// RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
+// epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
+// the ring gets one stage more (128 x 128: 7 instead of 6).
+template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
+struct gemm_layout {
+  using in_t = T;
+  using out_t = OutT;
+  static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
+  static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
+  static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
+  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
+  static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
+  static constexpr bool kRingStaging = RING_STAGING_;
+  // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
+  static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
+  using a_tile = st_operand<BM, XMn>;
+  using b_tile = st_operand<BN, YMn, CLUSTER>;
+  static constexpr int BK = a_tile::kK;
+  // k tiles (BK wide) per pipeline stage, each tile's A then B box (SUB_BYTES) one after the other.
+  // 2 for 64 x 64 tiles: one full/empty round trip per two k tiles, whose barrier costs a 64 x 64
+  // k tile (128 tensor cycles) cannot hide (benchmarks/micro/mainloop_rate.cu, H100: 337 -> 200
+  // cycles per k tile in a 2-CTA cluster; H200 128x4096x4096 22.7 -> 19.2 us, benchmarks/NOTES.md;
+  // 64 x 128 tiles measured even or slower, so 1 there). A unit's k range must then be whole stages
+  // or end at K (the tile past K arrives zero-filled): 64-row plans never split K (launch_impl.cuh
+  // checks) unless built with TK_BM64_SPLIT=1 (below). TK_BM64_KT (build define, A/B): 1 or 2 for
+  // every 64-row kernel.
+#ifndef TK_BM64_KT
+#define TK_BM64_KT 0
+#endif
+  // TK_BM128_KT (build define, A/B): k tiles per stage of the 128 x 128 kernels (split-K ranges
+  // are then whole stages: kittens::split_k_range's align).
+#ifndef TK_BM128_KT
+#define TK_BM128_KT 1
+#endif
+  static constexpr int KT = BM_ == 64    ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1)
+                            : BN_ == 128 ? TK_BM128_KT
+                                         : 1;
+  static_assert(KT == 1 || !STREAM_K_, "several k tiles per stage: not in the stream-K kernels");
+  static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
+  static constexpr int STAGE_BYTES = KT * SUB_BYTES;
+  // TMA-store epilogue (16-bit outputs): each consumer warpgroup stages 64 rows x 64 columns
+  // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
+  // buffers so that filling one overlaps the TMA read of the other.
+  static constexpr bool kTmaStore = sizeof(OutT) == 2;
+  // A width that is not a multiple of 64 (144, 160, 224) ends in a narrower round of
+  // LAST_COLS columns: transposed (swap-AB) through its own TMA box (tm_out_tail: the round's
+  // columns are the box's outer dimension), untransposed copied out by rows (epilogue.cuh
+  // store_round_tma). Built with a K-major Y only (TMA boxes of any multiple of 8 rows).
+  static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
+  static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
+  static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
+  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && WG_ROWS_ == 64),
+                "narrow last rounds: unclustered two-warpgroup tiles with a K-major Y only");
+  static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
+  // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
+  // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the
+  // 128 x 256 tile (no wait within a unit, one stage fewer).
+#ifndef TK_STAGING_BUFFERS_256
+#define TK_STAGING_BUFFERS_256 2
+#endif
+  // 192-wide tiles (3 rounds): one buffer per round, so the buffer of round H (H % buffers) is the
+  // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
+  // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
+  // store_unit_tma asserts the multiple).
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : STORE_ROUNDS == 3 ? 3 : 2;
+  static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
+  static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
+  // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
+  // registers (16 words per round and thread) for the next unit's mainloop. ptxas fits 2 beside
+  // the 128 accumulators of a 64 x 256 strip; 3 spilled (TK_HELD_ROUNDS: A/B build define).
+  // Not in the (opt-in) stream-K kernels, whose tail state leaves no registers for them.
+#ifndef TK_HELD_ROUNDS
+#define TK_HELD_ROUNDS 2
+#endif
+  // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
+  // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
+                                     : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
+  static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
+  static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
+  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
+  // Early k tiles (deferred epilogue with immediate rounds: BN 192, 256): the unit's rounds all
+  // packed into 16-bit pairs (the held ones and the immediate ones), the next unit's first
+  // EARLY_KTILES k tiles are issued on the freed accumulators before the immediate rounds are
+  // stored, so the tensor pipe works through those stores. TK_EARLY_KTILES (build define, A/B): 0 off.
+// Opt-in (default 0) until the 128 x 256 kernels compile without spills: 20 B (unclustered) and
+// 44 B (2-CTA clusters) of unit-boundary scalars beside the 64 packed words and the in-flight
+// accumulators; the 192-wide kernels compile clean. H200 A/B 2026-11-26i (benchmarks/NOTES.md):
+// -0.9% geomean over 7 NT shapes, -1.6..-2.3% at K = 2048.
+#ifndef TK_EARLY_KTILES
+#define TK_EARLY_KTILES 0
+#endif
+  static constexpr int IMMEDIATE_WORDS = FIRST_HELD_ROUND * STORE_COLS / 4;  // packed pairs of the immediate rounds
+  static constexpr int EARLY_KTILES = kDeferred && KT == 1 && STRIPS == 1 && FIRST_HELD_ROUND > 0 ? TK_EARLY_KTILES : 0;
+  // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
+  // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 160 -> 4 (36 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
+  // BN 128 -> 8, BN 64 -> 6 (two k tiles per stage, 32 KB).
+  static constexpr int kFit = (232448 - 1024 - 512 - STAGING_BYTES) / STAGE_BYTES;
+  static constexpr int STAGES = kFit < 16 ? kFit : 16;
+  static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
+  // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
+  static constexpr int SCHED_SLOTS = 4;
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16;  // + the unit-grid constants
+  static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
+  static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
+  // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
+  // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
+  // 128-token tile with 64 rows past M 47 -> 65 us of operand delivery, 42 us as a 64-row box), so
+  // the last tile's rows come through a map with an exact box and the slot's other rows keep stale
+  // data, which only reaches outputs past M / N (never stored).
+  static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
+  static_assert(STAGES >= 3, "pipeline too shallow");
+  static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
+};
+
+}  // namespace tk::hopper
