@@ -435,7 +435,7 @@ def _wavefronts(word_addrs):
 
 
 def test_partial_staging_stores_are_bank_friendly():
-    """The epilogue's staging stores (epilogue.cuh store_unit_partial_tma) for every warp and
+    """The epilogue's staging stores (epilogue_split_k.cuh store_unit_partial_tma) for every warp and
     register of a round: transposed, one float per lane, conflict-free (one wavefront); untransposed,
     a float2 per lane (256 B, two wavefronts at best), at most 2-way per half warp."""
     for h in range(2):

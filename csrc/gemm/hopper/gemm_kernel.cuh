@@ -7,7 +7,6 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <type_traits>
 #include "../../kittens/common/fragments.h"
 #include "../../kittens/common/raster.h"
 #include "../../kittens/common/stream_k.h"
@@ -18,6 +17,7 @@
 #include "../../kittens/hopper/wgmma_ops.cuh"
 #include "convert.cuh"
 #include "epilogue.cuh"
+#include "epilogue_split_k.cuh"
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 
@@ -317,22 +317,37 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::kDeferred)
         store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
     };
-    // The next unit's first EARLY_KTILES k tiles (stages it, it + 1, ...) on the whole accumulator
-    // (packed already: the first wgmma overwrites it, scale-d 0), one commit group per k tile.
-    auto early_ktiles = [&](float(&a)[L::BN / 2]) {
+    // One stage's wgmmas as one commit group (its full barrier passed; the fence follows the
+    // wait's spin loop: a fence before it made ptxas serialize). Descriptors of stage s: stage
+    // 0's plus the stage offset (st_operand::kDescKStep). `first`: a unit's first k tile, whose
+    // first wgmma overwrites the accumulators (scale-d 0) -- the early k tiles' (a constant false
+    // in the mainloop, which zeroes them instead).
+    auto issue_stage = [&](uint32_t s, bool first) {
+      const uint32_t stage_step = s * (L::STAGE_BYTES >> 4);
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < L::KT; ++j)
+#pragma unroll
+        for (int kk = 0; kk < L::BK / 16; ++kk) {
+          const uint32_t step = stage_step + uint32_t(j * (L::SUB_BYTES >> 4));
+#pragma unroll
+          for (int st = 0; st < L::STRIPS; ++st)
+            mma::mma(accs[st], pack_desc(a_lo[st] + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
+                     pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), !first || j > 0 || kk > 0);
+        }
+      wgmma_commit();
+    };
+    // The next unit's first EARLY_KTILES k tiles (stages it, it + 1, ...) on the accumulators,
+    // whose values are packed already (forget_regs: no longer live), one commit group per k tile.
+    auto early_ktiles = [&]() {
       if constexpr (L::EARLY_KTILES > 0) {
-        forget_regs(a);
+#pragma unroll
+        for (int st = 0; st < L::STRIPS; ++st) forget_regs(accs[st]);
 #pragma unroll
         for (int j = 0; j < L::EARLY_KTILES; ++j) {
           const uint32_t s = (it + j) % L::STAGES;
           if (!(xp & kXpBare)) mbar_wait(&full[s], ((it + j) / L::STAGES) & 1);
-          wgmma_fence();  // after the wait's spin loop (a fence before it made ptxas serialize)
-          const uint32_t step = s * (L::STAGE_BYTES >> 4);
-#pragma unroll
-          for (int kk = 0; kk < L::BK / 16; ++kk)
-            mma::mma(a, pack_desc(a_lo[0] + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
-                     pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), j > 0 || kk > 0);
-          wgmma_commit();
+          issue_stage(s, j == 0);
         }
       }
     };
@@ -372,20 +387,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const int s = it % L::STAGES;
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-        // Descriptors of stage s: stage 0's plus the stage offset (st_operand::kDescKStep).
-        const uint32_t stage_step = uint32_t(s) * (L::STAGE_BYTES >> 4);
-        wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < L::KT; ++j)
-#pragma unroll
-          for (int kk = 0; kk < L::BK / 16; ++kk) {
-            const uint32_t step = stage_step + uint32_t(j * (L::SUB_BYTES >> 4));
-#pragma unroll
-            for (int st = 0; st < L::STRIPS; ++st)
-              mma::mma(accs[st], pack_desc(a_lo[st] + step + kk * uint32_t(L::a_tile::kDescKStep), a_hi),
-                       pack_desc(b_lo + step + kk * uint32_t(L::b_tile::kDescKStep), b_hi), 1);
-          }
-        wgmma_commit();
+        issue_stage(s, false);
         // A held round of the previous unit goes out while this k tile's wgmmas run.
         if (held_round < L::STORE_ROUNDS) store_held(held_round++);
         // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
@@ -425,7 +427,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             pack_unit<L>(acc, held, ep, row0, n0, M, N);
             uint32_t now[L::IMMEDIATE_WORDS];
             pack_pairs<L, 0>(acc, now, ep, row0, n0, M, N);
-            early_ktiles(acc);
+            early_ktiles();
             if (store_mode == kStoreTma)
               store_packed_rounds<L, false, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
             else

@@ -164,7 +164,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                 (!L::kPartialRound || make_tma_desc(&tout_tail, go, tma_dtype<OutT>(), 64, L::LAST_COLS) == CUDA_SUCCESS);
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
-  // workspace (epilogue.cuh store_unit_partial_tma) where it is describable: rows of N floats a
+  // workspace (epilogue_split_k.cuh store_unit_partial_tma) where it is describable: rows of N floats a
   // multiple of 16 B, a 16-B aligned workspace, whole 32-column rounds, no fused finish (its flags
   // follow ordinary stores). TK_HOPPER_PARTIAL_TMA=0 (A/B, read once): register stores always.
   static const bool partial_tma_on = env_flag("TK_HOPPER_PARTIAL_TMA", true);

@@ -391,7 +391,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const kittens::SkSplit t = stream_k_tail(stream_k, p.units, p.grid, k_tiles);
     if (p.units + int64_t(t.tiles) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = t.tiles, p.sk_parts = t.parts;
   }
-  // Split-K finished inside the GEMM (epilogue.cuh split_reduce_slice): the splits of a tile
+  // Split-K finished inside the GEMM (epilogue_split_k.cuh split_reduce_slice): the splits of a tile
   // wait for each other's ready flags, then each sums and stores a slice of the tile. Needs every
   // unit's CTA resident at once (one unit per CTA; clusters may get fewer CTAs than planned),
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower

@@ -18,7 +18,7 @@ TK_HD uint32_t swizzle128_offset(uint32_t row, uint32_t byte_in_row) {
   return row * kSwizzleBytes + ((((byte_in_row >> 4) ^ (row & 7u)) & 7u) << 4) + (byte_in_row & 15u);
 }
 
-// fp32 split-K partial staging box (csrc/gemm/hopper/epilogue.cuh store_unit_partial_tma): one
+// fp32 split-K partial staging box (csrc/gemm/hopper/epilogue_split_k.cuh store_unit_partial_tma): one
 // round of a 64-row accumulator strip, 32 columns, 8 KB, in 128-B swizzled lines of 32 floats.
 // Untransposed: line = row (the output's rows are kernel rows). Transposed (swap-AB: kernel rows
 // are the output's contiguous index): two 4-KB boxes, rows 0..31 then 32..63, line = column.
