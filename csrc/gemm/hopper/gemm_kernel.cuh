@@ -361,19 +361,30 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
         for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
     }
+    // With early k tiles the unit id waits out the mainloop in a shared slot of this warp (every
+    // lane writes the same value): in a register it left the 64 packed words and the in-flight
+    // accumulators one too few, and ptxas kept it on the stack (20 B of spills).
+    const uint32_t unit_slot = smem_u32(grid_consts + 4 + (threadIdx.x / 32 - 4));
+    auto stash_unit = [&](int v) {
+      if constexpr (L::EARLY_KTILES > 0) asm volatile("st.shared.b32 [%0], %1;" ::"r"(unit_slot), "r"(v) : "memory");
+    };
+    auto unstash_unit = [&](int v) {
+      if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
+      return v;
+    };
     int u = first_unit;
     enter_tail(u, in_sk);
     bool more = in_sk ? u > sk_lo : u < grid_const(2);
     WorkUnit w_next{};
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
+    stash_unit(u);
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
       const WorkUnit w = w_next;
       const KRange kr = kr_next;
       const bool unit_in_sk = in_sk;
       const SkSegment unit_seg = seg;
-      const int unit_u = u;
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       if constexpr (L::EARLY_KTILES == 0) {
 #pragma unroll
@@ -397,9 +408,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (kt > kr.begin) release((it - 1) % L::STAGES);
       }
       primed = 0;
+      u = unstash_unit(u);
+      const int unit_u = u;
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
       more = in_sk ? u > sk_lo : u < grid_const(2);
       if (more) decode(u, in_sk, w_next, kr_next, seg);
+      stash_unit(u);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
       wgmma_wait<0>();
 #pragma unroll
@@ -526,6 +540,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
           for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;  // the next unit's (an empty split range stores zeros)
         }
+      }
+      // Early k tiles: the next unit decoded again (same id, same result) so that its tile
+      // coordinates need no register through the epilogue (the clustered kernel spilled one).
+      if constexpr (L::EARLY_KTILES > 0) {
+        if (more) decode(unstash_unit(u), in_sk, w_next, kr_next, seg);
       }
     }
     if (tc || tc_units) {

@@ -107,12 +107,11 @@ struct gemm_layout {
   // packed into 16-bit pairs (the held ones and the immediate ones), the next unit's first
   // EARLY_KTILES k tiles are issued on the freed accumulators before the immediate rounds are
   // stored, so the tensor pipe works through those stores. TK_EARLY_KTILES (build define, A/B): 0 off.
-// Opt-in (default 0) until the 128 x 256 kernels compile without spills: 20 B (unclustered) and
-// 44 B (2-CTA clusters) of unit-boundary scalars beside the 64 packed words and the in-flight
-// accumulators; the 192-wide kernels compile clean. H200 A/B 2026-11-26i (benchmarks/NOTES.md):
-// -0.9% geomean over 7 NT shapes, -1.6..-2.3% at K = 2048.
+// H200 A/B 2026-11-26i (benchmarks/NOTES.md): -0.9% geomean over 7 NT shapes, -1.6..-2.3% at
+// K = 2048. The 128 x 256 kernels fit it without spills since the consumers' unit id waits out
+// the mainloop in shared memory (gemm_kernel.cuh stash_unit).
 #ifndef TK_EARLY_KTILES
-#define TK_EARLY_KTILES 0
+#define TK_EARLY_KTILES 2
 #endif
   static constexpr int IMMEDIATE_WORDS = FIRST_HELD_ROUND * STORE_COLS / 4;  // packed pairs of the immediate rounds
   static constexpr int EARLY_KTILES = kDeferred && KT == 1 && STRIPS == 1 && FIRST_HELD_ROUND > 0 ? TK_EARLY_KTILES : 0;
@@ -124,7 +123,7 @@ struct gemm_layout {
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
   static constexpr int SCHED_SLOTS = 4;
-  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16;  // + the unit-grid constants
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16 + CONSUMERS * 4 * 4;  // + the unit-grid constants, a unit id per consumer warp
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
