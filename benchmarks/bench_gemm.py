@@ -19,8 +19,12 @@ times ours and the baseline back to back, alternating which goes first, with
 triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
 CUDA-event median with an L2 flush before each call. The reported time of each op is the median
 over rounds. Correctness of ours is checked once per case against torch.mm on fp32-upcast inputs.
---triton also times torch.compile(mode="max-autotune-no-cudagraphs") of the same matmul (its
-autotuning happens before timing; slow, so it is opt-in). The JSON holds every raw number;
+--triton also times torch.compile(mode="max-autotune-no-cudagraphs") of the same matmul with
+Inductor's GEMM backends limited to its Triton templates (max_autotune_gemm_backends="TRITON": with
+the default "ATEN,TRITON" the column would be cuBLAS whenever cuBLAS wins the autotuning), compiled
+afresh per case (one compiled function across cases would hit dynamo's recompile limit after 8
+shapes and silently run eager); its autotuning happens before timing, ~10-60 s per case, so it is
+opt-in. The JSON holds every raw number;
 a table is printed last (and written as markdown with --md).
 """
 
@@ -60,7 +64,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", default="all", help="comma list of " + ",".join(SUITES) + " or all (default)")
     p.add_argument("--shapes", default=None, help="instead of suites: 'MxNxK,...' in --layouts")
-    p.add_argument("--layouts", default="NT", help="layouts for --shapes (comma list of NT,NN,TN,TT)")
+    p.add_argument("--layouts", default=None,
+                   help="layouts for --shapes (comma list of NT,NN,TN,TT; default NT); with suites, keep only these")
     p.add_argument("--dtype", default="bf16", help="comma list of bf16,fp16 (default bf16)")
     p.add_argument("--out", default=None, help="write all raw numbers to this JSON file")
     p.add_argument("--md", default=None, help="write the table as markdown to this file")
@@ -224,14 +229,14 @@ def copy_bandwidth(bench):
     return 2 * src.numel() * src.element_size() / (t * 1e-3)
 
 
-_TRITON_CACHE = {}
-
-
 def triton_mm():
-    if "fn" not in _TRITON_CACHE:
-        _TRITON_CACHE["fn"] = torch.compile(lambda x, y: torch.mm(x, y), mode="max-autotune-no-cudagraphs",
-                                            dynamic=False)
-    return _TRITON_CACHE["fn"]
+    """A fresh torch.compile'd mm (Triton templates only, see the module docstring) for one case."""
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+
+    torch._dynamo.reset()  # each case compiles its own graph: no recompile limit, no eager fallback
+    inductor_config.max_autotune_gemm_backends = "TRITON"
+    return torch.compile(lambda x, y: torch.mm(x, y), mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
 def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, bw, with_triton):
@@ -321,6 +326,7 @@ COLS = [
     ("torch TF/s", lambda r: f"{r['torch_tflops']:.1f}" if "torch_tflops" in r else "-"),
     ("triton TF/s", lambda r: f"{r['triton_tflops']:.1f}" if "triton_tflops" in r else "-"),
     ("ours/torch", lambda r: f"{r['ratio_ours_over_torch']:.3f}" if "ratio_ours_over_torch" in r else "-"),
+    ("ours/triton", lambda r: f"{r['ratio_ours_over_triton']:.3f}" if "ratio_ours_over_triton" in r else "-"),
     ("ours ms", lambda r: f"{r['ours_ms']:.4f}" if "ours_ms" in r else "-"),
     ("roofline", lambda r: f"{100 * r['ours_roofline_frac']:.0f}% (torch {100 * r['torch_roofline_frac']:.0f}%)"
      if "ours_roofline_frac" in r else "-"),
@@ -336,6 +342,10 @@ def geomeans(results):
         rs = [r["ratio_ours_over_torch"] for r in results if r["suite"] == suite and "ratio_ours_over_torch" in r]
         if rs:
             out[suite] = {"geomean": math.exp(sum(math.log(x) for x in rs) / len(rs)), "min": min(rs), "n": len(rs)}
+        rt = [r["ratio_ours_over_triton"] for r in results if r["suite"] == suite and "ratio_ours_over_triton" in r]
+        if rt and suite in out:
+            out[suite]["triton_geomean"] = math.exp(sum(math.log(x) for x in rt) / len(rt))
+            out[suite]["triton_min"], out[suite]["triton_n"] = min(rt), len(rt)
     return out
 
 
@@ -349,6 +359,9 @@ def print_table(results, md=None):
     gm = geomeans(results)
     for suite, g in gm.items():
         print(f"{suite}: geomean ours/torch {g['geomean']:.3f}, worst {g['min']:.3f} over {g['n']} cases")
+        if "triton_geomean" in g:
+            print(f"{suite}: geomean ours/triton {g['triton_geomean']:.3f}, worst {g['triton_min']:.3f} "
+                  f"over {g['triton_n']} cases")
     if md:
         with open(md, "w") as f:
             f.write("| " + " | ".join(rows[0]) + " |\n|" + "---|" * len(COLS) + "\n")
@@ -357,6 +370,9 @@ def print_table(results, md=None):
             f.write("\n")
             for suite, g in gm.items():
                 f.write(f"- {suite}: geomean ours/torch **{g['geomean']:.3f}**, worst {g['min']:.3f} ({g['n']} cases)\n")
+                if "triton_geomean" in g:
+                    f.write(f"- {suite}: geomean ours/triton **{g['triton_geomean']:.3f}**, worst {g['triton_min']:.3f} "
+                            f"({g['triton_n']} cases)\n")
 
 
 def main(argv=None):
@@ -369,7 +385,7 @@ def main(argv=None):
     import torch_tk
 
     if args.shapes:
-        lays = [s.strip().upper() for s in args.layouts.split(",") if s.strip()]
+        lays = [s.strip().upper() for s in (args.layouts or "NT").split(",") if s.strip()]
         cases = [("custom", tuple(int(x) for x in sh.lower().split("x")), lay)
                  for sh in args.shapes.split(",") for lay in lays]
     else:
@@ -380,7 +396,8 @@ def main(argv=None):
             if n not in SUITES:
                 print(f"bench_gemm.py: unknown suite {n!r}; choose from {', '.join(SUITES)} or all", file=sys.stderr)
                 return 2
-        cases = [(n, shape, lay) for n in names for (shape, lay) in SUITES[n]]
+        keep = {s.strip().upper() for s in args.layouts.split(",")} if args.layouts else None
+        cases = [(n, shape, lay) for n in names for (shape, lay) in SUITES[n] if keep is None or lay in keep]
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     for d in dtypes:
         if d not in DTYPES:

@@ -30,3 +30,23 @@ def test_l2_bad_value_names_the_option(monkeypatch, capsys):
     monkeypatch.delenv("TK_BENCH_L2")
     with pytest.raises(SystemExit):
         _bench_gemm().parse_args(["--l2", "hot"])
+
+
+def test_geomeans_report_triton_only_where_timed():
+    b = _bench_gemm()
+    recs = [
+        {"suite": "large", "ratio_ours_over_torch": 1.0, "ratio_ours_over_triton": 1.21},
+        {"suite": "large", "ratio_ours_over_torch": 0.81, "ratio_ours_over_triton": 0.9},
+        {"suite": "skinny", "ratio_ours_over_torch": 1.1},
+    ]
+    g = b.geomeans(recs)
+    assert g["large"]["geomean"] == pytest.approx(0.9)
+    assert g["large"]["triton_geomean"] == pytest.approx((1.21 * 0.9) ** 0.5)
+    assert g["large"]["triton_min"] == 0.9 and g["large"]["triton_n"] == 2
+    assert "triton_geomean" not in g["skinny"]
+
+
+def test_layouts_default_and_filter():
+    b = _bench_gemm()
+    assert b.parse_args([]).layouts is None  # suites keep every layout unless asked
+    assert b.parse_args(["--layouts", "NT,TN"]).layouts == "NT,TN"
