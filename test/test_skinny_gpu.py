@@ -128,3 +128,49 @@ def test_skinny_at_a_full_wgmma_wave():
     yields = os.environ.get("TK_HOPPER_SKINNY_YIELD") == "1"
     assert torch_tk._C.hopper_skinny_plan(8, 8192, 8192, sms=sms, vs_gemm=yields)["use"] != yields  # test_skinny_math.py
     assert rel_err(out, ref64(a, weight.t())) < TOL[torch.bfloat16]
+
+
+_BULK_CHILD = r"""
+import sys, torch, torch_tk
+from torch.profiler import profile, ProfilerActivity
+gen = torch.Generator(device="cuda").manual_seed(7)
+outs, names = [], set()
+with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    for M, N, K, dt in SHAPES:
+        dtype = getattr(torch, dt)
+        x = torch.randn(M, K, dtype=dtype, device="cuda", generator=gen)
+        w = torch.randn(N, K, dtype=dtype, device="cuda", generator=gen)
+        outs.append(torch_tk.ops.linear(x, w))
+    torch.cuda.synchronize()
+names = {e.name for e in prof.events()}
+torch.save({"outs": [o.cpu() for o in outs], "bulk": any("skinny_bulk_kernel" in n for n in names)}, sys.argv[1])
+"""
+
+
+@needs_hopper
+def test_skinny_bulk_ring_bitwise_in_child_process(tmp_path):
+    """TK_HOPPER_SKINNY_LOAD=2 (skinny_bulk.cuh: weights and tokens through a bulk-copy ring) gives
+    the same bits as the default register loads (same K order, same warp-ordered reduction), on
+    shapes with whole stages only (K = 4096), stages plus a register remainder (1000, 8191), no
+    whole stage (64, 7) and a partial 16-row CTA; the child's profile shows the bulk kernel ran."""
+    import subprocess
+    import sys
+
+    shapes = [(1, 4096, 4096, "bfloat16"), (8, 1057, 1000, "bfloat16"), (3, 14336, 64, "float16"),
+              (5, 2048, 8191, "float16"), (2, 1100, 7, "bfloat16"), (7, 8192, 4104, "bfloat16")]
+    script = f"SHAPES = {shapes!r}\n" + _BULK_CHILD
+    results = {}
+    for load in ("1", "2"):
+        path = tmp_path / f"load{load}.pt"
+        r = subprocess.run([sys.executable, "-c", script, str(path)], env=dict(os.environ, TK_HOPPER_SKINNY_LOAD=load),
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+        results[load] = torch.load(path)
+    assert results["2"]["bulk"] and not results["1"]["bulk"]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    for (M, N, K, dt), a, b in zip(shapes, results["1"]["outs"], results["2"]["outs"]):
+        assert torch.equal(a, b), f"{M}x{N}x{K} {dt}: the bulk ring changed bits"
+        dtype = getattr(torch, dt)
+        x = torch.randn(M, K, dtype=dtype, device="cuda", generator=gen)
+        w = torch.randn(N, K, dtype=dtype, device="cuda", generator=gen)
+        assert rel_err(b.to(DEV), ref64(x, w.t())) < TOL[dtype], f"{M}x{N}x{K} {dt}"
