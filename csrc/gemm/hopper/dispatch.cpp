@@ -184,9 +184,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // to the skinny kernel; the limit is capped at 16 there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
   TK_KNOB int skinny_rows = env_int("TK_HOPPER_SKINNY_ROWS16", hopper::kSkinnyRowsTn2, 16, 33);
-  // TK_HOPPER_SKINNY_LOAD=0|1|2: the skinny kernel's weight loads (skinny_plan.h kSkinnyLoad; A/B;
-  // 2: the bulk-copy ring of skinny_bulk.cuh for M <= 8).
-  TK_KNOB int skinny_load = env_int("TK_HOPPER_SKINNY_LOAD", hopper::kSkinnyLoad, 0, 2);
+  // TK_HOPPER_SKINNY_LOAD=0|1: the skinny kernel's weight loads (skinny_plan.h kSkinnyLoad; A/B).
+  TK_KNOB int skinny_load = env_int("TK_HOPPER_SKINNY_LOAD", hopper::kSkinnyLoad, 0, 1);
   // TK_HOPPER_SKINNY_YIELD=1: the skinny kernel yields to a full unsplit wgmma wave (skinny_plan.h
   // kSkinnyYield; A/B).
   TK_KNOB int skinny_yield = env_int("TK_HOPPER_SKINNY_YIELD", hopper::kSkinnyYield ? 1 : 0, 0, 1);

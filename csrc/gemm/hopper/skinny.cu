@@ -2,7 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "launch.h"
-#include "skinny_bulk.cuh"
+#include "skinny_kernel.cuh"
 
 namespace tk::hopper {
 
@@ -28,40 +28,8 @@ const char* launch_load(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s)
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// The bulk-copy ring (skinny_bulk.cuh): 7 stages of 24 lines x 576 B (94.5 KB), two CTAs per SM.
-constexpr int kBulkStages = 7;
-
-template <typename T, typename OutT>
-const char* launch_bulk(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  using R = skinny::BulkRing<kSkinnyWarps, kBulkStages>;
-  auto kernel = skinny::skinny_bulk_kernel<T, OutT, kSkinnyWarps, kBulkStages>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, R::BYTES);
-  if (attr != cudaSuccess) return cudaGetErrorString(attr);
-  const skinny::Args<OutT> a{g.a,          g.lda, g.b, g.ldb, g.M, g.N, g.K, static_cast<OutT*>(g.out),
-                             static_cast<const OutT*>(g.c), g.c_s0, g.c_s1, g.alpha, g.beta};
-  cudaLaunchAttribute pdl{};
-  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(sp.grid));
-  cfg.blockDim = dim3((kSkinnyWarps + 1) * 32);
-  cfg.dynamicSmemBytes = R::BYTES;
-  cfg.stream = s;
-  cfg.attrs = &pdl;
-  cfg.numAttrs = g.dependent ? 1 : 0;
-  cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, a);
-  if (err == cudaSuccess) err = cudaGetLastError();
-  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-}
-
 template <typename T, typename OutT, int RM, int TN, int WARPS = kSkinnyWarps>
 const char* launch_tile(const GemmArgs& g, const SkinnyPlan& sp, cudaStream_t s) {
-  // The bulk ring is built for one 8-token tile in 16-row CTAs of 8 warps; other CTA shapes keep
-  // the register loads (with the L2 prefetch).
-  if (sp.load == skinny::kLoadBulk) {
-    if constexpr (RM == 1 && TN == 1 && WARPS == kSkinnyWarps) return launch_bulk<T, OutT>(g, sp, s);
-    return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPrefetch>(g, sp, s);
-  }
   if (sp.load == skinny::kLoadPlain) return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPlain>(g, sp, s);
   if (sp.load == skinny::kLoadPrefetch) return launch_load<T, OutT, RM, TN, WARPS, skinny::kLoadPrefetch>(g, sp, s);
   return "no skinny kernel for this weight load flavour";

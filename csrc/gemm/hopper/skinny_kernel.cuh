@@ -96,27 +96,37 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[RM][TN][4], const uint4 (
                     word(wv[i][1], 2 * s + 1), word(xv[j], 2 * s), word(xv[j], 2 * s + 1));
 }
 
-// The lines a lane reads: weight rows 16i + 8h + g of the CTA, token rows 8j + g. Rows past N /
-// tokens past M read a valid line (the last) and are never stored.
-template <int RM, int TN>
-__device__ __forceinline__ void lane_lines(const void* w, int64_t ldw, const void* x, int64_t ldx, int N, int M, int row0,
-                                           int g, const uint16_t* (&wl)[RM][2], const uint16_t* (&xl)[TN]) {
+template <typename T, typename OutT, int RM, int TN, int WARPS, int LOAD>
+__global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) {
+  constexpr int ROWS = 16 * RM, COLS = 8 * TN, LD = COLS + 1;  // +1: conflict-free reduction reads
+  constexpr int VECS = 2 * RM + TN, U = VECS <= 6 ? 4 : 2;     // chunks in flight per lane
+  __shared__ float red[WARPS][ROWS][LD];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int row0 = blockIdx.x * ROWS;
+  // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
+  // plain launch returns at once.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // Rows past N / tokens past M read a valid row (the last) and are never stored.
+  const uint16_t* wl[RM][2];
+  const uint16_t* xl[TN];
 #pragma unroll
   for (int i = 0; i < RM; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      wl[i][h] = static_cast<const uint16_t*>(w) + int64_t(min(row0 + 16 * i + 8 * h + g, N - 1)) * ldw;
+      wl[i][h] = static_cast<const uint16_t*>(p.w) + int64_t(min(row0 + 16 * i + 8 * h + g, p.N - 1)) * p.ldw;
 #pragma unroll
-  for (int j = 0; j < TN; ++j) xl[j] = static_cast<const uint16_t*>(x) + int64_t(min(8 * j + g, M - 1)) * ldx;
-}
+  for (int j = 0; j < TN; ++j) xl[j] = static_cast<const uint16_t*>(p.x) + int64_t(min(8 * j + g, p.M - 1)) * p.ldx;
 
-// This warp's 32-wide K chunks c, c + WARPS, ... below `full` (= K / 32) loaded from global memory
-// into registers, U chunks in flight per lane, then the partial chunk past them (zero-filled past K).
-template <typename T, int RM, int TN, int WARPS, int LOAD>
-__device__ __forceinline__ void register_chunks(float (&acc)[RM][TN][4], const uint16_t* const (&wl)[RM][2],
-                                                const uint16_t* const (&xl)[TN], int c, int K, int warp, int q) {
-  constexpr int VECS = 2 * RM + TN, U = VECS <= 6 ? 4 : 2;  // chunks in flight per lane
-  const int full = K / 32;
+  float acc[RM][TN][4];
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+  const int full = p.K / 32;
+  int c = warp;
   for (; c + (U - 1) * WARPS < full; c += U * WARPS) {
     uint4 wv[U][RM][2], xv[U][TN];
 #pragma unroll
@@ -143,39 +153,30 @@ __device__ __forceinline__ void register_chunks(float (&acc)[RM][TN][4], const u
     for (int j = 0; j < TN; ++j) xv[j] = load_cached(xl[j] + k);
     chunk_mma<T, RM, TN>(acc, wv, xv);
   }
-  if (K % 32 != 0 && warp == full % WARPS) {  // the partial chunk, zero-filled past K
+  if (p.K % 32 != 0 && warp == full % WARPS) {  // the partial chunk, zero-filled past K
     const int k = full * 32 + 8 * q;
     uint4 wv[RM][2], xv[TN];
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wv[i][h] = load_tail(wl[i][h], k, K);
+      for (int h = 0; h < 2; ++h) wv[i][h] = load_tail(wl[i][h], k, p.K);
 #pragma unroll
-    for (int j = 0; j < TN; ++j) xv[j] = load_tail(xl[j], k, K);
+    for (int j = 0; j < TN; ++j) xv[j] = load_tail(xl[j], k, p.K);
     chunk_mma<T, RM, TN>(acc, wv, xv);
   }
-}
 
-// The warps' fp32 sums (warps < WARPS: `acc` valid) meet in `red` and are added in warp order
-// (bitwise deterministic); every thread of the CTA (`threads`) then writes outputs, consecutive
-// threads consecutive n of one token (coalesced output rows).
-template <typename OutT, int RM, int TN, int WARPS>
-__device__ __forceinline__ void reduce_store(const float (&acc)[RM][TN][4], float (&red)[WARPS][16 * RM][8 * TN + 1],
-                                             const Args<OutT>& p, int row0, int warp, int lane, int threads) {
-  constexpr int ROWS = 16 * RM, COLS = 8 * TN;
-  if (warp < WARPS) {
 #pragma unroll
-    for (int i = 0; i < RM; ++i)
+  for (int i = 0; i < RM; ++i)
 #pragma unroll
-      for (int j = 0; j < TN; ++j)
+    for (int j = 0; j < TN; ++j)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const kittens::RowCol rc = kittens::mma16816_c_coord(lane, r);
-          red[warp][16 * i + rc.row][8 * j + rc.col] = acc[i][j][r];
-        }
-  }
+      for (int r = 0; r < 4; ++r) {
+        const kittens::RowCol rc = kittens::mma16816_c_coord(lane, r);
+        red[warp][16 * i + rc.row][8 * j + rc.col] = acc[i][j][r];
+      }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < ROWS * COLS; idx += threads) {
+  // Consecutive threads take consecutive n of one token: coalesced output rows.
+  for (int idx = threadIdx.x; idx < ROWS * COLS; idx += WARPS * 32) {
     const int m = idx / ROWS, nl = idx % ROWS, n = row0 + nl;
     if (m >= p.M || n >= p.N) continue;
     float sum = 0.f;
@@ -185,29 +186,6 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[RM][TN][4], floa
     if (p.c != nullptr) v += p.beta * to_f32(p.c[m * p.c_s0 + n * p.c_s1]);
     p.out[int64_t(m) * p.N + n] = from_f32<OutT>(v);
   }
-}
-
-template <typename T, typename OutT, int RM, int TN, int WARPS, int LOAD>
-__global__ void __launch_bounds__(WARPS * 32) skinny_kernel(const Args<OutT> p) {
-  constexpr int ROWS = 16 * RM, COLS = 8 * TN, LD = COLS + 1;  // +1: conflict-free reduction reads
-  __shared__ float red[WARPS][ROWS][LD];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int row0 = blockIdx.x * ROWS;
-  // A programmatic dependent launch (GemmArgs::dependent) waits here for the previous grid; a
-  // plain launch returns at once.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  const uint16_t* wl[RM][2];
-  const uint16_t* xl[TN];
-  lane_lines<RM, TN>(p.w, p.ldw, p.x, p.ldx, p.N, p.M, row0, g, wl, xl);
-  float acc[RM][TN][4];
-#pragma unroll
-  for (int i = 0; i < RM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
-  register_chunks<T, RM, TN, WARPS, LOAD>(acc, wl, xl, warp, p.K, warp, q);
-  reduce_store<OutT, RM, TN, WARPS>(acc, red, p, row0, warp, lane, WARPS * 32);
 }
 
 }  // namespace tk::hopper::skinny
