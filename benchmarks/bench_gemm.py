@@ -326,8 +326,9 @@ COLS = [
     ("torch TF/s", lambda r: f"{r['torch_tflops']:.1f}" if "torch_tflops" in r else "-"),
     ("triton TF/s", lambda r: f"{r['triton_tflops']:.1f}" if "triton_tflops" in r else "-"),
     ("ours/torch", lambda r: f"{r['ratio_ours_over_torch']:.3f}" if "ratio_ours_over_torch" in r else "-"),
-    ("ours/triton", lambda r: f"{r['ratio_ours_over_triton']:.3f}" if "ratio_ours_over_triton" in r else "-"),
     ("ours ms", lambda r: f"{r['ours_ms']:.4f}" if "ours_ms" in r else "-"),
+    # after `ours ms`: scripts/ab_*.sh read the printed columns by position (ratio 8th, ms 9th)
+    ("ours/triton", lambda r: f"{r['ratio_ours_over_triton']:.3f}" if "ratio_ours_over_triton" in r else "-"),
     ("roofline", lambda r: f"{100 * r['ours_roofline_frac']:.0f}% (torch {100 * r['torch_roofline_frac']:.0f}%)"
      if "ours_roofline_frac" in r else "-"),
     ("rel err", lambda r: f"{r['rel_err_vs_fp32']:.1e}" if "rel_err_vs_fp32" in r else "-"),

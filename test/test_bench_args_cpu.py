@@ -50,3 +50,9 @@ def test_layouts_default_and_filter():
     b = _bench_gemm()
     assert b.parse_args([]).layouts is None  # suites keep every layout unless asked
     assert b.parse_args(["--layouts", "NT,TN"]).layouts == "NT,TN"
+
+
+def test_printed_columns_keep_the_positions_the_ab_scripts_read():
+    # scripts/ab_knob.sh, ab_build.sh, ab_session.sh: awk $8 = ours/torch, python p[8] = ours ms
+    names = [name for name, _ in _bench_gemm().COLS]
+    assert names[0] == "suite" and names[7] == "ours/torch" and names[8] == "ours ms"
