@@ -87,6 +87,11 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.l2 not in ("dirty", "clean", "warm"):  # checked here, not by choices=: the default comes from the environment
         p.error(f"--l2 / TK_BENCH_L2: {args.l2!r} is not dirty, clean or warm")
+    if args.layouts is not None:  # normalised once; a typo would otherwise select no case at all
+        args.layouts = [s.strip().upper() for s in args.layouts.split(",") if s.strip()]
+        bad = [s for s in args.layouts if s not in ("NT", "NN", "TN", "TT")]
+        if bad or not args.layouts:
+            p.error(f"--layouts: {bad or args.layouts!r} not a comma list of NT, NN, TN, TT")
     return args
 
 
@@ -337,15 +342,19 @@ COLS = [
 ]
 
 
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
 def geomeans(results):
     out = {}
     for suite in sorted({r["suite"] for r in results}):
         rs = [r["ratio_ours_over_torch"] for r in results if r["suite"] == suite and "ratio_ours_over_torch" in r]
         if rs:
-            out[suite] = {"geomean": math.exp(sum(math.log(x) for x in rs) / len(rs)), "min": min(rs), "n": len(rs)}
+            out[suite] = {"geomean": _geomean(rs), "min": min(rs), "n": len(rs)}
         rt = [r["ratio_ours_over_triton"] for r in results if r["suite"] == suite and "ratio_ours_over_triton" in r]
         if rt and suite in out:
-            out[suite]["triton_geomean"] = math.exp(sum(math.log(x) for x in rt) / len(rt))
+            out[suite]["triton_geomean"] = _geomean(rt)
             out[suite]["triton_min"], out[suite]["triton_n"] = min(rt), len(rt)
     return out
 
@@ -386,7 +395,7 @@ def main(argv=None):
     import torch_tk
 
     if args.shapes:
-        lays = [s.strip().upper() for s in (args.layouts or "NT").split(",") if s.strip()]
+        lays = args.layouts or ["NT"]
         cases = [("custom", tuple(int(x) for x in sh.lower().split("x")), lay)
                  for sh in args.shapes.split(",") for lay in lays]
     else:
@@ -397,8 +406,8 @@ def main(argv=None):
             if n not in SUITES:
                 print(f"bench_gemm.py: unknown suite {n!r}; choose from {', '.join(SUITES)} or all", file=sys.stderr)
                 return 2
-        keep = {s.strip().upper() for s in args.layouts.split(",")} if args.layouts else None
-        cases = [(n, shape, lay) for n in names for (shape, lay) in SUITES[n] if keep is None or lay in keep]
+        cases = [(n, shape, lay) for n in names for (shape, lay) in SUITES[n]
+                 if args.layouts is None or lay in args.layouts]
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     for d in dtypes:
         if d not in DTYPES:

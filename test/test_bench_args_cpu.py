@@ -49,7 +49,13 @@ def test_geomeans_report_triton_only_where_timed():
 def test_layouts_default_and_filter():
     b = _bench_gemm()
     assert b.parse_args([]).layouts is None  # suites keep every layout unless asked
-    assert b.parse_args(["--layouts", "NT,TN"]).layouts == "NT,TN"
+    assert b.parse_args(["--layouts", "nt, TN"]).layouts == ["NT", "TN"]
+
+
+def test_layouts_bad_value_names_the_option(capsys):
+    with pytest.raises(SystemExit):
+        _bench_gemm().parse_args(["--layouts", "NT,XY"])
+    assert "--layouts" in capsys.readouterr().err
 
 
 def test_printed_columns_keep_the_positions_the_ab_scripts_read():
