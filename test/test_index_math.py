@@ -712,7 +712,8 @@ def test_stream_k_tail_examples():
        st.booleans())
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
-        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, "stream_k": 0, **kw})
+        return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, "stream_k": 0, "mid64": 0,
+                                                                   **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -792,9 +793,9 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
     # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
-    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0, stream_k=0)
+    b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0, stream_k=0, mid64=0)
     assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0,
-                               stream_k=0)
+                               stream_k=0, mid64=0)
     # one consumer warpgroup (two strips) exactly on unsplit, unclustered 128x128 tiles, one per CTA
     one_wg = (b["bm"], b["bn"], b["splits"], b["cluster"], b["sk_tiles"]) == (128, 128, 1, 1, 0) and b["units"] <= b["grid"]
     assert b["wg_rows"] == (128 if one_wg else 64)
@@ -818,7 +819,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     t256 = n_tiles(256)
     fill_ok = all_widths and _C.sk_fill_tiles(t256, k_tiles, sms, 16) > 0 and t256 + t256 * k_tiles < 2**31
     for level in (1, 2):
-        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0, unswap128=0, odd_widths=0)
+        f = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=level, bn192=0, unswap128=0, odd_widths=0, mid64=0)
         want = fill_ok and ((b["bm"], b["bn"], b["splits"], b["cluster"]) == (128, 256, 1, 1) or (level == 2 and cols > 128))
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
@@ -887,6 +888,41 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(128, 4096, 14336, 132)["bm"] == 128  # K past the bound: split
     assert _C.hopper_plan(256, 4096, 14336, 132)["bm"] == 128  # K past the narrowing bound
     assert _C.hopper_plan(128, 4096, 4096, 132, bm64=False)["bm"] == 128
+
+
+def test_plan_mid64_examples():
+    """plan.h kMid64: unswapped 128x64 plans (the narrowing's end for ~1k problems) run as unsplit
+    64x128 tiles when those fit one wave and the output is TMA-stored."""
+    tile = lambda q: (q["swap_ab"], q["bm"], q["bn"], q["splits"], q["cluster"], q["units"])  # noqa: E731
+    assert tile(_C.hopper_plan(1024, 1024, 1024, 132)) == (False, 64, 128, 1, 1, 128)
+    assert tile(_C.hopper_plan(1024, 1024, 1024, 132, mid64=0)) == (False, 128, 64, 1, 1, 128)
+    assert tile(_C.hopper_plan(512, 1024, 1024, 132)) == (False, 64, 128, 1, 1, 64)  # was 128x64 x 2 splits
+    assert tile(_C.hopper_plan(512, 1024, 1024, 132, mid64=0)) == (False, 128, 64, 2, 1, 128)
+    assert _C.hopper_plan(1536, 1024, 1024, 132)["bm"] == 128  # 192 64x128 tiles: two waves
+    assert tile(_C.hopper_plan(300, 200, 3000, 132))[1:4] == (128, 64, 11)  # 10 64x128 tiles: too few unsplit
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132)) == (False, 128, 64, 1, 1, 128)  # N % 8: register stores
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132, out_tma=True))[1:3] == (64, 128)
+    assert _C.hopper_plan(1024, 1024, 1024, 132, False)["bn"] == 128  # fp32 outputs: 128-wide only
+    assert _C.hopper_plan(2048, 2048, 2048, 132)["bn"] == 256  # not a 128x64 plan
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 4096), st.integers(1, 12000), st.sampled_from([78, 114, 132]),
+       st.booleans(), st.booleans())
+def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
+    """mid64 changes exactly the unswapped 128x64 plans within the narrowing's K bound whose
+    64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
+    into unsplit unclustered 64x128 plans."""
+    q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma)
+    q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma)
+    t64 = -(-M // 64) * -(-N // 128)
+    eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
+                and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))
+    if not eligible:
+        assert q == q0
+        return
+    assert (q["swap_ab"], q["bm"], q["bn"], q["splits"], q["cluster"], q["sk_tiles"]) == (False, 64, 128, 1, 1, 0)
+    assert q["units"] == t64 and q["grid"] == t64 and not q["dynamic"] and q["wg_rows"] == 64
 
 
 @pytest.mark.parametrize("M,N,K,all_widths,want", [

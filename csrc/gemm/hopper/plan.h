@@ -205,6 +205,17 @@ constexpr int kUnswapOneWave128 = 1;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
+// 1: an unswapped 128 x 64 plan (where the narrowing ends for ~1k problems: two consumer
+// warpgroups of 64 x 64, the least efficient wgmma shape) runs as unsplit 64 x 128 tiles (one
+// warpgroup, 64 x 128 wgmma) when those fit one wave (and, if the plan splits K, fill 3/8 of
+// it) and the output is TMA-stored (with a
+// register-stored output, e.g. N = 1001, a 64-row tile's one warpgroup stores twice the columns
+// of a 128 x 64 tile's two: 1000x1001x999 16.8 -> 17.9 us). H200 (2026-11-26k, forced tiles, 3
+// rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3 11.1 -> 10.2, 768^3 9.4 -> 8.9, 1024x1024x4096
+// 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
+// 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
+// 15.8, 2000x1000x1000 18.8 -> 25.2), hence the bound (benchmarks/NOTES.md).
+constexpr int kMid64 = 1;
 // L2 evict_first policy for B (the weights) when M <= this: B is then streamed about once, and
 // its lines, marked first to evict, recycle each other instead of evicting (and writing back)
 // the rest of L2. H200 A/B (benchmarks/NOTES.md, triton do_bench, i.e. after a 256 MB zero_
@@ -222,7 +233,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int bm64_bn = 0, int swap = -1, int stream_k_fill = 0, bool bm64_unsplit = false,
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
-                          int odd_widths = kOddWidths, int odd_layouts = 3) {
+                          int odd_widths = kOddWidths, int odd_layouts = 3, int mid64 = kMid64,
+                          bool out_tma = true) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -349,6 +361,14 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
     }
   }
+  // mid64 (above); out_tma: the output's rows can be TMA-stored (16-bit, 16-B aligned pitch).
+  // A split 128 x 64 plan only where the 64 x 128 tiles fill 3/8 of the SMs unsplit (as 64-row rule
+  // 2; 512x1024x1024, 2 splits -> 64 tiles: 12.3 -> 9.3 us), not e.g. 300x200x3000 (12 tiles x
+  // 11 splits -> 10 tiles).
+  const int64_t tiles64 = plan_tiles(M, N, 64, 128);
+  if (mid64 && out_tma && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
+      (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms)))
+    p.bm = 64, p.bn = 128, p.splits = 1;
   const bool forced = force != nullptr && valid_tile(*force, all_widths, odd_layouts);
   if (forced) {
     p.swap_ab = force->swap_ab, p.bm = force->bm, p.bn = force->bn;
