@@ -58,6 +58,23 @@ struct KernelOperands {
   int rows, cols;
 };
 
+// L2 promotion of an operand map: 256 B, or 128 B where the line pitch is not a multiple of 32 B
+// (16-B aligned only, e.g. K = 1000: a box's 128-B rows then straddle L2 lines). H200 A/B
+// (2026-11-26k, benchmarks/NOTES.md), us, 256 -> 128 B: 4096x4096x4104 NT 280 -> 237,
+// 2048x2048x2040 NT 40.4 -> 35.1, 1024x1024x1000 NT 14.5 -> 13.5. TK_HOPPER_L2_PROMO=0|64|128|256
+// (A/B only) sets every map's.
+inline CUtensorMapL2promotion operand_promo(uint64_t pitch_bytes) {
+  static const int forced = [] {
+    const char* e = std::getenv("TK_HOPPER_L2_PROMO");
+    return e != nullptr ? std::atoi(e) : -1;
+  }();
+  const int v = forced >= 0 ? forced : pitch_bytes % 32 != 0 ? 128 : 256;
+  return v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+         : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+         : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                    : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+}
+
 template <class L>
 const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStream_t stream) {
   using T = typename L::in_t;
@@ -68,17 +85,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const gl2d gy = L::kBMn ? gl2d{op.y, uint64_t(op.cols), K, uint64_t(op.ldy), 2} : gl2d{op.y, K, uint64_t(op.cols), uint64_t(op.ldy), 2};
   if (!tma_describable(gx) || !tma_describable(gy)) return "an operand cannot be described by a TMA descriptor";
   CUtensorMap tx, ty;
-  // TK_HOPPER_L2_PROMO=0|64|128|256 (A/B only): the operand maps' L2 promotion (default 256 B).
-  static const CUtensorMapL2promotion promo = [] {
-    const char* e = std::getenv("TK_HOPPER_L2_PROMO");
-    const int v = e != nullptr ? std::atoi(e) : 256;
-    return v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-           : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
-           : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-  }();
-  if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter, promo) != CUDA_SUCCESS ||
-      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo) != CUDA_SUCCESS)
+  const CUtensorMapL2promotion promo_x = operand_promo(uint64_t(op.ldx) * sizeof(T)),
+                                promo_y = operand_promo(uint64_t(op.ldy) * sizeof(T));
+  if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter, promo_x) != CUDA_SUCCESS ||
+      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y) != CUDA_SUCCESS)
     return "cuTensorMapEncodeTiled failed";
   // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
   // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
@@ -87,9 +97,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
   const int y_tail_rows = tail_boxes && L::kYTail ? op.cols % L::BN : 0;
   if ((x_tail_rows > 0 &&
-       make_tma_desc(&tx_tail, gx, tma_dtype<T>(), L::a_tile::kBoxInner, x_tail_rows, promo) != CUDA_SUCCESS) ||
+       make_tma_desc(&tx_tail, gx, tma_dtype<T>(), L::a_tile::kBoxInner, x_tail_rows, promo_x) != CUDA_SUCCESS) ||
       (y_tail_rows > 0 &&
-       make_tma_desc(&ty_tail, gy, tma_dtype<T>(), L::b_tile::kBoxInner, y_tail_rows, promo) != CUDA_SUCCESS))
+       make_tma_desc(&ty_tail, gy, tma_dtype<T>(), L::b_tile::kBoxInner, y_tail_rows, promo_y) != CUDA_SUCCESS))
     return "cuTensorMapEncodeTiled failed (tail box)";
 
   const GemmPlan& p = g.plan;
