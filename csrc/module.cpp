@@ -161,7 +161,7 @@ PYBIND11_MODULE(_C, m) {
                                                fill_narrow_max_k_tiles, allow_dynamic, stream_k, fuse_split,
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
                                                t ? &*t : nullptr, odd_widths, odd_layouts, mid64,
-                                               out_tma.value_or(all_widths && N % 8 == 0)));
+                                               out_tma.value_or(tk::hopper::output_tma_storable(N, all_widths))));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 0, py::arg("group_m") = 0,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,

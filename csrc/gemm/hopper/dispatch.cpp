@@ -184,8 +184,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   const bool out_fp32 = g.out_dtype == hopper::DType::fp32;
-  const bool out_tma = !out_fp32 && g.N % 8 == 0 && reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
-  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), out_fp32, g.a_mn, g.b_mn, out_tma);
+  g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), out_fp32, g.a_mn, g.b_mn,
+                     hopper::output_tma_storable(g.N, !out_fp32, reinterpret_cast<uintptr_t>(g.out)));
   // Decode shapes (M <= 16, 9..16 only in one shape of CTA: skinny_plan.h; F.linear's layout) go
   // to the skinny kernel; the limit is capped at 16 there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
@@ -240,7 +240,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
 bool hopper_available(int device) { return is_sm90(device); }
 
 hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32) {
-  return knob_plan(M, N, K, device, out_fp32, false, false, !out_fp32 && N % 8 == 0);  // a contiguous output
+  return knob_plan(M, N, K, device, out_fp32, false, false, hopper::output_tma_storable(N, !out_fp32));
 }
 
 const char* hopper_store_variant() {

@@ -210,12 +210,17 @@ constexpr int kDependentLaunch = 0;
 // warpgroup, 64 x 128 wgmma) when those fit one wave (and, if the plan splits K, fill 3/8 of
 // it) and the output is TMA-stored (with a register-stored output, e.g. N = 1001, a 64-row
 // tile's one warpgroup stores twice the columns of a 128 x 64 tile's two: 1000x1001x999 16.8 ->
-// 17.9 us). H200 (2026-11-26k, forced tiles, 3
-// rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3 11.1 -> 10.2, 768^3 9.4 -> 8.9, 1024x1024x4096
+// 17.9 us). H200 (2026-11-26k, forced tiles, 3 rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3
+// 11.1 -> 10.2, 768^3 9.4 -> 8.9, 1024x1024x4096
 // 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
 // 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
 // 15.8, 2000x1000x1000 18.8 -> 25.2), hence the bound (benchmarks/NOTES.md).
 constexpr int kMid64 = 1;
+// plan_gemm's out_tma: a row-major 16-bit output of N columns at `addr` can be TMA-stored (16-B
+// aligned row pitch and address; launch_impl.cuh's tma_store test for an untransposed output).
+inline bool output_tma_storable(int64_t N, bool out_16bit, uintptr_t addr = 0) {
+  return out_16bit && N % 8 == 0 && addr % 16 == 0;
+}
 // L2 evict_first policy for B (the weights) when M <= this: B is then streamed about once, and
 // its lines, marked first to evict, recycle each other instead of evicting (and writing back)
 // the rest of L2. H200 A/B (benchmarks/NOTES.md, triton do_bench, i.e. after a 256 MB zero_
