@@ -139,6 +139,48 @@ def test_two_threads_two_streams():
     assert worst < 2e-3
 
 
+def test_dynamic_schedule_ticket_counter_reused():
+    """Dynamically scheduled calls reuse their stream's ticket counter, which each kernel's last
+    draw zeroes (csrc/gemm/hopper/ticket_counter.h): a counter left nonzero would make the next
+    call skip units, left NaN by the poisoned allocator. Calls queued back to back without a
+    sync, shapes of different unit counts alternating, on two streams, then replayed from a CUDA
+    graph (whose capture zeroes a counter of its own)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ops = []
+    for M, N, K in [(2049, 2055, 1000), (4097, 1100, 520)]:
+        assert torch_tk._C.hopper_plan(M, N, K, sms, True)["dynamic"], "shape no longer exercises the dynamic schedule"
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
+        ops.append((a, b, a.double() @ b.double()))
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            # Blocks of the outputs' sizes filled with NaN (0xFF) and freed into this stream's pool.
+            junk = [torch.full((a.shape[0] * b.shape[1] * 2,), 255, dtype=torch.uint8, device="cuda")
+                    for a, b, _ in ops for _ in range(4)]
+            del junk
+            before = torch_tk.kernel_counters()["hopper"]
+            outs = [(torch_tk.gemm(a, b), ref) for _ in range(3) for a, b, ref in ops]
+        stream.synchronize()
+        assert torch_tk.kernel_counters()["hopper"] == before + len(outs)
+        for i, (out, ref) in enumerate(outs):
+            assert not torch.isnan(out).any(), f"call {i} on {stream} left units unwritten"
+            assert _rel(out, ref) < 1e-2, f"call {i} on {stream}"
+    a, b, ref = ops[0]
+    torch_tk.gemm(a, b)  # warm-up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_out = torch_tk.gemm(a, b)
+    for _ in range(2):
+        static_out.fill_(float("nan"))
+        g.replay()
+        eager = torch_tk.gemm(a, b)
+        torch.cuda.synchronize()
+        assert torch.equal(static_out, eager), "graph replay differs from the eager call"
+    assert _rel(static_out, ref) < 1e-2
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_tensor_on_second_gpu_runs_there():
     with torch.cuda.device(0):

@@ -20,6 +20,7 @@
 #include "../backend_ops.h"
 #include "../operand.h"
 #include "launch.h"
+#include "ticket_counter.h"
 
 namespace tk {
 namespace {
@@ -221,9 +222,12 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     g.workspace = workspace.data_ptr<float>();
   }
   // The dynamic schedule's ticket counter, then the ready flags (2 per CTA for stream-K, 2 per unit
-  // for fused split-K), zeroed on the stream.
+  // for fused split-K), zeroed on the stream; a bare ticket counter is the stream's own, which
+  // the kernel leaves zeroed (ticket_counter.h).
   at::Tensor unit_counter;
-  if (g.plan.dynamic || g.plan.sk_tiles > 0 || g.plan.fused_split) {
+  if (g.plan.dynamic && g.plan.sk_tiles == 0 && !g.plan.fused_split)
+    g.unit_counter = hopper::stream_ticket_counter(a.get_device(), stream);
+  if (g.unit_counter == nullptr && (g.plan.dynamic || g.plan.sk_tiles > 0 || g.plan.fused_split)) {
     const int64_t flags = g.plan.sk_tiles > 0 ? 2 * g.plan.grid : g.plan.fused_split ? 2 * g.plan.units : 0;
     unit_counter = at::zeros({1 + flags}, a.options().dtype(at::kInt));
     g.unit_counter = unit_counter.data_ptr<int>();

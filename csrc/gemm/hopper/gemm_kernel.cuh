@@ -222,8 +222,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (dynamic) {
           const int slot = handed % L::SCHED_SLOTS, parity = (handed / L::SCHED_SLOTS) & 1;
           if (rank == 0) {
-            // Units are numbered per cluster: the first unit_stride went out statically.
-            u = unit_stride + atomicAdd(unit_counter, 1);
+            // Units are numbered per cluster: the first unit_stride went out statically. Every
+            // cluster draws until its id is past the last unit, so tickets 0 .. units - 1 are
+            // drawn once each and the last one drawn leaves the counter zeroed for the stream's
+            // next call (ticket_counter.h; with a stream-K tail the draws stop short of it).
+            const int ticket = atomicAdd(unit_counter, 1);
+            if (ticket == units - 1) atomicExch(unit_counter, 0);
+            u = unit_stride + ticket;
             mbar_wait(&sched_empty[slot], parity ^ 1);
             sched_unit[slot] = u;  // made visible by the arrive's release
 #pragma unroll
