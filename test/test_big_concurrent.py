@@ -143,15 +143,19 @@ def test_dynamic_schedule_ticket_counter_reused():
     """Dynamically scheduled calls reuse their stream's ticket counter, which each kernel's last
     draw zeroes (csrc/gemm/hopper/ticket_counter.h): a counter left nonzero would make the next
     call skip units, left NaN by the poisoned allocator. Calls queued back to back without a
-    sync, shapes of different unit counts alternating, on two streams, then replayed from a CUDA
-    graph (whose capture zeroes a counter of its own)."""
+    sync, shapes of different unit counts alternating (one in 2-CTA clusters, whose units and
+    tickets are counted per cluster), on two streams, then replayed from a CUDA graph (whose
+    capture zeroes a counter of its own)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    ops = []
-    for M, N, K in [(2049, 2055, 1000), (4097, 1100, 520)]:
-        assert torch_tk._C.hopper_plan(M, N, K, sms, True)["dynamic"], "shape no longer exercises the dynamic schedule"
+    ops, clusters = [], set()
+    for M, N, K in [(2049, 2055, 1000), (4097, 1100, 520), (4096, 8192, 8192)]:
+        plan = torch_tk._C.hopper_plan(M, N, K, sms, True)
+        assert plan["dynamic"], "shape no longer exercises the dynamic schedule"
+        clusters.add(plan["cluster"])
         a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t()
         ops.append((a, b, a.double() @ b.double()))
+    assert clusters == {1, 2}, f"the shapes no longer cover clustered and unclustered plans: {clusters}"
     for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
