@@ -224,8 +224,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   // The dynamic schedule's ticket counter, then the ready flags (2 per CTA for stream-K, 2 per unit
   // for fused split-K), zeroed on the stream; a bare ticket counter is the stream's own, which
   // the kernel leaves zeroed (ticket_counter.h).
+  // TK_HOPPER_TICKET_RESET=0: a fresh zeroed counter for every call (A/B).
+  TK_KNOB int ticket_reset = env_int("TK_HOPPER_TICKET_RESET", 1, 0, 1);
   at::Tensor unit_counter;
-  if (g.plan.dynamic && g.plan.sk_tiles == 0 && !g.plan.fused_split)
+  if (ticket_reset != 0 && g.plan.dynamic && g.plan.sk_tiles == 0 && !g.plan.fused_split)
     g.unit_counter = hopper::stream_ticket_counter(a.get_device(), stream);
   if (g.unit_counter == nullptr && (g.plan.dynamic || g.plan.sk_tiles > 0 || g.plan.fused_split)) {
     const int64_t flags = g.plan.sk_tiles > 0 ? 2 * g.plan.grid : g.plan.fused_split ? 2 * g.plan.units : 0;

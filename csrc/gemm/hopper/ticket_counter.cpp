@@ -1,6 +1,5 @@
 #include "ticket_counter.h"
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -14,11 +13,6 @@ constexpr int kSlots = 1024;
 }  // namespace
 
 int* stream_ticket_counter(int device, cudaStream_t stream) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TK_HOPPER_TICKET_RESET");
-    return v == nullptr || std::atoi(v) != 0;
-  }();
-  if (!enabled) return nullptr;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
     (void)cudaGetLastError();

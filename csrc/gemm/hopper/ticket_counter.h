@@ -12,12 +12,11 @@ namespace tk::hopper {
 // A zeroed int on `device` reserved to `stream`: from a per-device slab of 1024 allocated at the
 // first call, zeroed on the stream at its first use, never freed. nullptr past 1024 streams, while
 // `stream` is being captured into a CUDA graph (a replay may run on another stream beside eager
-// calls on this one, so the caller zeroes a fresh counter inside the graph instead), under
-// TK_HOPPER_TICKET_RESET=0 (A/B), or when the allocation fails. Keyed by the stream's handle: a
-// stream destroyed with work still queued and a new one created at the same handle would share
-// the counter unordered (PyTorch's pooled streams are never destroyed). Only for plans whose
-// counter has no flags after it (not stream-K, not fused split-K): the kernel resets the ticket,
-// not the flags.
+// calls on this one, so the caller zeroes a fresh counter inside the graph instead) or when the
+// allocation fails. Keyed by the stream's handle: a stream destroyed with work still queued and a
+// new one created at the same handle would share the counter unordered (PyTorch's pooled streams
+// are never destroyed). Only for plans whose counter has no flags after it (not stream-K, not fused
+// split-K): the kernel resets the ticket, not the flags.
 int* stream_ticket_counter(int device, cudaStream_t stream);
 
 }  // namespace tk::hopper
