@@ -651,6 +651,23 @@ def test_gemm_bm64(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(1000, 1000, 1000), (900, 1000, 2040)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_mid64_pairs(shape, layout, dtype):
+    """One wave of 64x128 tiles in 2-CTA clusters multicasting the B tile (plan.h kMid64Pairs), the
+    plan for a B whose line pitch splits 32-B sectors (2000 / 4080 B in F.linear's layout; the
+    other layouts get their own plans, checked all the same): N and K tails, and an M tail whose
+    last pair's second CTA lies past M (900 rows: 15 row tiles in 8 pairs), addmm terms."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    mid64 = int(os.environ.get("TK_HOPPER_MID64", "3"))
+    want = (64, 128, 2, 1) if mid64 == 3 else (64, 128, 1, 1) if mid64 == 1 else (128, 64, 1, 1)
+    assert (plan["bm"], plan["bn"], plan["cluster"], plan["splits"]) == want, plan
+    _check_gemm_and_addmm(shape, layout, dtype, "mid64 pairs")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 33696, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_swap_ab_tma_store(shape, layout, dtype):
     """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the

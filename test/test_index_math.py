@@ -904,6 +904,18 @@ def test_plan_mid64_examples():
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, out_tma=True))[1:3] == (64, 128)
     assert _C.hopper_plan(1024, 1024, 1024, 132, False)["bn"] == 128  # fp32 outputs: 128-wide only
     assert _C.hopper_plan(2048, 2048, 2048, 132)["bn"] == 256  # not a 128x64 plan
+    # kMid64Pairs: a Y (B) pitch that splits 32-B sectors (F.linear's B: K = 1000, 2040; by default
+    # derived from K) pairs the 64x128 tiles in 2-CTA clusters sharing B, at >= 3/4 of the SMs
+    pair = (False, 64, 128, 1, 2, 64)
+    assert tile(_C.hopper_plan(1000, 1000, 1000, 132)) == pair
+    assert tile(_C.hopper_plan(1024, 1024, 2040, 132)) == pair
+    assert tile(_C.hopper_plan(2048, 512, 2040, 132)) == pair
+    assert tile(_C.hopper_plan(1000, 1000, 1000, 132, mid64=1)) == (False, 64, 128, 1, 1, 128)
+    assert tile(_C.hopper_plan(1024, 1024, 1000, 132, y_split_sectors=False)) == (False, 64, 128, 1, 1, 128)  # NN: B pitch 2048
+    assert tile(_C.hopper_plan(1024, 1024, 1024, 132, y_split_sectors=True)) == pair  # NN with N = 1000-like pitch
+    assert tile(_C.hopper_plan(768, 768, 1000, 132))[4] == 1  # 72 tiles: below 3/4 of the SMs
+    assert tile(_C.hopper_plan(1008, 1008, 1008, 132))[4] == 1  # 2016-B pitch: whole sectors
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132))[1:5] == (128, 64, 1, 1)  # odd K: re-pitched, whole lines
 
 
 @settings(max_examples=300, deadline=None)
@@ -918,6 +930,16 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     t64 = -(-M // 64) * -(-N // 128)
     eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
                 and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))
+    # bit 1 (kMid64Pairs) pairs them only where Y's pitch splits sectors and they fill 3/4 of the SMs
+    for split in (False, True):
+        assert _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, y_split_sectors=split) == q
+        q2 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=3, out_tma=out_tma, y_split_sectors=split)
+        if not (eligible and split and 4 * t64 >= 3 * sms):
+            assert q2 == q
+            continue
+        pairs = -(-(-(-M // 64)) // 2) * -(-N // 128)
+        assert (q2["swap_ab"], q2["bm"], q2["bn"], q2["splits"], q2["cluster"], q2["sk_tiles"]) == (False, 64, 128, 1, 2, 0)
+        assert q2["units"] == pairs and q2["grid"] == 2 * min(pairs, sms // 2) and q2["wg_rows"] == 64
     if not eligible:
         assert q == q0
         return

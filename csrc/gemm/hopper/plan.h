@@ -215,7 +215,22 @@ constexpr int kDependentLaunch = 0;
 // 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
 // 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
 // 15.8, 2000x1000x1000 18.8 -> 25.2), hence the bound (benchmarks/NOTES.md).
-constexpr int kMid64 = 1;
+// Bit 1 (kMid64Pairs): those 64 x 128 tiles run as 2-CTA clusters sharing the Y (B) tile by
+// multicast when Y's line pitch splits 32-B sectors (y_split_sectors: e.g. K = 1000 or 2040 for a
+// K-major B) and the tiles fill 3/4 of the SMs: such rows cost our kernel ~2-5 us at 128 tiles
+// (an aggregate L2 effect: 72 tiles of 768x768x1000 barely pay it), and the pair reads half of
+// them. H200 (2026-11-27, 3 rounds, us, plan -> pairs): NT 1000^3 13.3 -> 11.8, 1024x1024x1000
+// 13.1 -> 12.0, 1024x1024x2040 19.7 -> 16.3, 2048x512x2040 20.7 -> 16.7, NN 1000^3 13.8 -> 12.5;
+// where Y's rows are aligned pairs lose (1024^3 NT 10.5 -> 11.0, 1024x1024x1000 NN 10.5 -> 11.3),
+// as at 72 tiles (768x768x1000 NT 10.9 -> 11.6), hence both conditions.
+constexpr int kMid64Pairs = 2;
+constexpr int kMid64 = 1 | kMid64Pairs;
+// A line pitch (bytes) that is 16-B but not 32-B aligned: every other 128-B TMA box row then
+// starts mid-sector (plan_gemm's y_split_sectors; launch_impl.cuh operand_promo).
+inline bool splits_sectors(int64_t pitch_bytes) { return pitch_bytes % 32 != 0; }
+// y_split_sectors of a contiguous 16-bit B in F.linear's layout (N x K, K-major): its own pitch
+// when TMA can describe it (16-B aligned), else the re-pitched copy's whole 128-B lines.
+inline bool y_split_sectors_nt(int64_t K) { return (2 * K) % 16 == 0 && splits_sectors(2 * K); }
 // plan_gemm's out_tma: a row-major 16-bit output of N columns at `addr` can be TMA-stored (16-B
 // aligned row pitch and address; launch_impl.cuh's tma_store test for an untransposed output).
 inline bool output_tma_storable(int64_t N, bool out_16bit, uintptr_t addr = 0) {
@@ -239,7 +254,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
                           int odd_widths = kOddWidths, int odd_layouts = 3, int mid64 = kMid64,
-                          bool out_tma = true) {
+                          bool out_tma = true, bool y_split_sectors = false) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -372,8 +387,10 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // 11 splits -> 10 tiles).
   const int64_t tiles64 = plan_tiles(M, N, 64, 128);
   if (mid64 && out_tma && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
-      (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms)))
+      (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms))) {
     p.bm = 64, p.bn = 128, p.splits = 1;
+    if ((mid64 & kMid64Pairs) && y_split_sectors && 4 * tiles64 >= 3 * int64_t(num_sms)) pair_rows = true;
+  }
   const bool forced = force != nullptr && valid_tile(*force, all_widths, odd_layouts);
   if (forced) {
     p.swap_ab = force->swap_ab, p.bm = force->bm, p.bn = force->bn;
