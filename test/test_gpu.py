@@ -668,6 +668,23 @@ def test_gemm_mid64_pairs(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+def test_gemm_sector_clusters(layout, dtype):
+    """128x256 plans of a wave or more in 2-CTA clusters for a B pitch that splits 32-B sectors
+    (plan.h kSplitSectorClusters; 2000 B in F.linear's layout): 2200x4000x1000, 144 cluster units
+    on the dynamic schedule, M / N / K tails (the last row-tile pair half past M)."""
+    M, N, K = 2200, 4000, 1000
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    if os.environ.get("TK_HOPPER_CLUSTER"):
+        pytest.skip("TK_HOPPER_CLUSTER overrides the plan's clusters")
+    on = os.environ.get("TK_HOPPER_SECTOR_CLUSTERS", "1") != "0"
+    assert (plan["bm"], plan["bn"], plan["splits"]) == (128, 256, 1) and plan["cluster"] == (2 if on else 1), plan
+    assert plan["dynamic"], plan
+    _check_gemm_and_addmm((M, N, K), layout, dtype, "sector clusters")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(100, 20000, 520), (250, 33696, 256)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_swap_ab_tma_store(shape, layout, dtype):
     """Swap-AB plans without a K split store a 16-bit output with a 16-B row pitch through the

@@ -713,7 +713,7 @@ def test_stream_k_tail_examples():
 def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     def base(*args, **kw):  # the 128-row planner without 192-wide tiles (64-row rules: last; 192: below)
         return _C.hopper_plan(M, N, K, sms, all_widths, *args, bm64=False, **{"stream_k_fill": 0, "bn192": 0, "unswap128": 0, "odd_widths": 0, "stream_k": 0, "mid64": 0,
-                                                                   **kw})
+                                                                   "split_sectors": 0, **kw})
 
     p = base(2)
     assert p["swap_ab"] == (M <= 256 and N > M)
@@ -766,6 +766,13 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     long_run = (p["bm"], p["bn"], p["splits"]) == (128, 256, 1) and tiles >= sms and tiles * k_tiles >= 131072
     assert p["group_m"] == base(1)["group_m"] == (16 if long_run else 8)
     assert base() == (base(2) if long_run and tiles_m >= 2 else base(1))
+    # kSplitSectorClusters: a Y pitch (B, or A when swapped) that splits 32-B sectors clusters the
+    # unsplit 128x256 plans of a wave or more (max_cluster 0); nothing else changes
+    for split in (1, 2, 3):
+        y_split = split & (1 if p["swap_ab"] else 2)
+        sc = (p["bm"], p["bn"], p["splits"]) == (128, 256, 1) and tiles >= sms and tiles_m >= 2 and y_split
+        assert base(split_sectors=split) == (base(2) if sc or (long_run and tiles_m >= 2) else base(1))
+        assert base(split_sectors=split, sector_clusters=0) == base()
     # dynamic schedule: more units than clusters, each long enough to hide the ticket
     assert p["dynamic"] == (p["units"] > p["grid"] // p["cluster"] and k_tiles // p["splits"] >= 8)
     assert not base(2, allow_dynamic=False)["dynamic"]
@@ -904,18 +911,23 @@ def test_plan_mid64_examples():
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, out_tma=True))[1:3] == (64, 128)
     assert _C.hopper_plan(1024, 1024, 1024, 132, False)["bn"] == 128  # fp32 outputs: 128-wide only
     assert _C.hopper_plan(2048, 2048, 2048, 132)["bn"] == 256  # not a 128x64 plan
-    # kMid64Pairs: a Y (B) pitch that splits 32-B sectors (F.linear's B: K = 1000, 2040; by default
+    # kMid64Pairs: a B pitch that splits 32-B sectors (F.linear's layout: K = 1000, 2040; by default
     # derived from K) pairs the 64x128 tiles in 2-CTA clusters sharing B, at >= 3/4 of the SMs
     pair = (False, 64, 128, 1, 2, 64)
     assert tile(_C.hopper_plan(1000, 1000, 1000, 132)) == pair
     assert tile(_C.hopper_plan(1024, 1024, 2040, 132)) == pair
     assert tile(_C.hopper_plan(2048, 512, 2040, 132)) == pair
     assert tile(_C.hopper_plan(1000, 1000, 1000, 132, mid64=1)) == (False, 64, 128, 1, 1, 128)
-    assert tile(_C.hopper_plan(1024, 1024, 1000, 132, y_split_sectors=False)) == (False, 64, 128, 1, 1, 128)  # NN: B pitch 2048
-    assert tile(_C.hopper_plan(1024, 1024, 1024, 132, y_split_sectors=True)) == pair  # NN with N = 1000-like pitch
+    assert tile(_C.hopper_plan(1024, 1024, 1000, 132, split_sectors=1)) == (False, 64, 128, 1, 1, 128)  # NN: B pitch 2048
+    assert tile(_C.hopper_plan(1024, 1024, 1024, 132, split_sectors=2)) == pair  # a B pitch like 2000 B
     assert tile(_C.hopper_plan(768, 768, 1000, 132))[4] == 1  # 72 tiles: below 3/4 of the SMs
     assert tile(_C.hopper_plan(1008, 1008, 1008, 132))[4] == 1  # 2016-B pitch: whole sectors
     assert tile(_C.hopper_plan(1000, 1001, 999, 132))[1:5] == (128, 64, 1, 1)  # odd K: re-pitched, whole lines
+    # kSplitSectorClusters: 128x256 plans of a wave or more cluster for such a Y pitch
+    assert tile(_C.hopper_plan(4096, 4096, 4104, 132))[1:5] == (128, 256, 1, 2)
+    assert tile(_C.hopper_plan(4096, 4096, 4104, 132, split_sectors=1))[1:5] == (128, 256, 1, 1)  # NN: B aligned
+    assert tile(_C.hopper_plan(4096, 4096, 4104, 132, sector_clusters=0))[1:5] == (128, 256, 1, 1)
+    assert tile(_C.hopper_plan(2048, 2048, 2040, 132))[4] == 1  # 128 tiles: below one wave
 
 
 @settings(max_examples=300, deadline=None)
@@ -925,16 +937,17 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     """mid64 changes exactly the unswapped 128x64 plans within the narrowing's K bound whose
     64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
     into unsplit unclustered 64x128 plans."""
-    q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma)
-    q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma)
+    q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma, split_sectors=0)
+    q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=0)
     t64 = -(-M // 64) * -(-N // 128)
     eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
                 and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))
-    # bit 1 (kMid64Pairs) pairs them only where Y's pitch splits sectors and they fill 3/4 of the SMs
-    for split in (False, True):
-        assert _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, y_split_sectors=split) == q
-        q2 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=3, out_tma=out_tma, y_split_sectors=split)
-        if not (eligible and split and 4 * t64 >= 3 * sms):
+    # bit 1 (kMid64Pairs) pairs them only where B's pitch splits sectors and they fill 3/4 of the SMs
+    for split in (0, 1, 2, 3):
+        assert _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=split,
+                              sector_clusters=0) == q
+        q2 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=3, out_tma=out_tma, split_sectors=split, sector_clusters=0)
+        if not (eligible and split & 2 and 4 * t64 >= 3 * sms):
             assert q2 == q
             continue
         pairs = -(-(-(-M // 64)) // 2) * -(-N // 128)

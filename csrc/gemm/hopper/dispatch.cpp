@@ -86,7 +86,7 @@ std::optional<hopper::TileChoice> tile_knob() {
 // (A^T swapped, B unswapped), so each orientation only where its Y is (plan.h kOddWidths).
 // out_tma: the output's rows can be TMA-stored (16-B aligned pitch and address; plan.h kMid64).
 hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn = false, bool b_mn = false,
-                           bool out_tma = true, bool y_split_sectors = false) {
+                           bool out_tma = true, int split_sectors = 0) {
   // TK_HOPPER_CLUSTER: unset, 2-CTA multicast clusters for long-running 128 x 256 plans only
   // (plan.h kLongRunWork); 1 none; 2 for every 128 x 256 plan of at least one wave.
   TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 0, 1, 2);
@@ -131,10 +131,13 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).
   TK_KNOB int mid64 = env_int("TK_HOPPER_MID64", hopper::kMid64, 0, 3);
+  // TK_HOPPER_SECTOR_CLUSTERS=0: 128 x 256 plans do not cluster for a Y pitch that splits 32-B
+  // sectors (plan.h kSplitSectorClusters).
+  TK_KNOB int sector_clusters = env_int("TK_HOPPER_SECTOR_CLUSTERS", hopper::kSplitSectorClusters, 0, 1);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
                            swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr,
-                           odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2), mid64, out_tma, y_split_sectors);
+                           odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2), mid64, out_tma, split_sectors, sector_clusters);
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"
@@ -186,10 +189,9 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
   g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   const bool out_fp32 = g.out_dtype == hopper::DType::fp32;
-  // The unswapped Y operand is B (a re-pitched copy's pitch is whole 128-B lines).
   g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), out_fp32, g.a_mn, g.b_mn,
                      hopper::output_tma_storable(g.N, !out_fp32, reinterpret_cast<uintptr_t>(g.out)),
-                     hopper::splits_sectors(g.ldb * 2));
+                     hopper::split_sectors_mask(g.lda * 2, g.ldb * 2));
   // Decode shapes (M <= 16, 9..16 only in one shape of CTA: skinny_plan.h; F.linear's layout) go
   // to the skinny kernel; the limit is capped at 16 there, and 0 (or less) disables it.
   TK_KNOB int skinny_max_m = env_int("TK_HOPPER_SKINNY_MAX_M", hopper::kSkinnyMaxM, INT_MIN, INT_MAX);
@@ -250,7 +252,7 @@ bool hopper_available(int device) { return is_sm90(device); }
 
 hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32) {
   return knob_plan(M, N, K, device, out_fp32, false, false, hopper::output_tma_storable(N, !out_fp32),
-                   hopper::y_split_sectors_nt(K));
+                   hopper::split_sectors_nt(K));
 }
 
 const char* hopper_store_variant() {

@@ -216,21 +216,31 @@ constexpr int kDependentLaunch = 0;
 // 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
 // 15.8, 2000x1000x1000 18.8 -> 25.2), hence the bound (benchmarks/NOTES.md).
 // Bit 1 (kMid64Pairs): those 64 x 128 tiles run as 2-CTA clusters sharing the Y (B) tile by
-// multicast when Y's line pitch splits 32-B sectors (y_split_sectors: e.g. K = 1000 or 2040 for a
-// K-major B) and the tiles fill 3/4 of the SMs: such rows cost our kernel ~2-5 us at 128 tiles
-// (an aggregate L2 effect: 72 tiles of 768x768x1000 barely pay it), and the pair reads half of
-// them. H200 (2026-11-27, 3 rounds, us, plan -> pairs): NT 1000^3 13.3 -> 11.8, 1024x1024x1000
-// 13.1 -> 12.0, 1024x1024x2040 19.7 -> 16.3, 2048x512x2040 20.7 -> 16.7, NN 1000^3 13.8 -> 12.5;
-// where Y's rows are aligned pairs lose (1024^3 NT 10.5 -> 11.0, 1024x1024x1000 NN 10.5 -> 11.3),
-// as at 72 tiles (768x768x1000 NT 10.9 -> 11.6), hence both conditions.
+// multicast when Y's line pitch splits 32-B sectors (plan_gemm's split_sectors: e.g. K = 1000 or
+// 2040 for a K-major B) and the tiles fill 3/4 of the SMs: such rows cost our kernel ~2-5 us at
+// 128 tiles (an aggregate L2 effect: 72 tiles of 768x768x1000 barely pay it), and the pair reads
+// half of them. H200 (2026-11-27, 3 rounds, us, plan -> pairs): NT 1000^3 13.3 -> 11.8,
+// 1024x1024x1000 13.1 -> 12.0, 1024x1024x2040 19.7 -> 16.3, 2048x512x2040 20.7 -> 16.7, NN 1000^3
+// 13.8 -> 12.5; where Y's rows are aligned pairs lose (1024^3 NT 10.5 -> 11.0, 1024x1024x1000 NN
+// 10.5 -> 11.3), as at 72 tiles (768x768x1000 NT 10.9 -> 11.6), hence both conditions. The same
+// holds for 128 x 256 plans of a wave or more (kSplitSectorClusters).
 constexpr int kMid64Pairs = 2;
 constexpr int kMid64 = 1 | kMid64Pairs;
+// 1: unsplit 128 x 256 plans of a wave or more also run as 2-CTA clusters sharing the Y tile
+// when Y's line pitch splits sectors (as kMid64Pairs). H200 (2026-11-27, 2 rounds, NT, ms,
+// plan -> clusters): 4096x4096x4104 0.238 -> 0.200, 4096x8192x2040 0.233 -> 0.216.
+constexpr int kSplitSectorClusters = 1;
 // A line pitch (bytes) that is 16-B but not 32-B aligned: every other 128-B TMA box row then
-// starts mid-sector (plan_gemm's y_split_sectors; launch_impl.cuh operand_promo).
+// starts mid-sector (launch_impl.cuh operand_promo).
 inline bool splits_sectors(int64_t pitch_bytes) { return pitch_bytes % 32 != 0; }
-// y_split_sectors of a contiguous 16-bit B in F.linear's layout (N x K, K-major): its own pitch
-// when TMA can describe it (16-B aligned), else the re-pitched copy's whole 128-B lines.
-inline bool y_split_sectors_nt(int64_t K) { return (2 * K) % 16 == 0 && splits_sectors(2 * K); }
+// plan_gemm's split_sectors: bit 0 A's line pitch splits sectors, bit 1 B's (the pitches the
+// kernel reads: a re-pitched copy's are whole 128-B lines).
+inline int split_sectors_mask(int64_t lda_bytes, int64_t ldb_bytes) {
+  return (splits_sectors(lda_bytes) ? 1 : 0) | (splits_sectors(ldb_bytes) ? 2 : 0);
+}
+// split_sectors of contiguous 16-bit operands in F.linear's layout (A M x K, B N x K, both
+// K-major): their own pitch (2K bytes) when TMA can describe it, else the copies' whole lines.
+inline int split_sectors_nt(int64_t K) { return (2 * K) % 16 == 0 && splits_sectors(2 * K) ? 3 : 0; }
 // plan_gemm's out_tma: a row-major 16-bit output of N columns at `addr` can be TMA-stored (16-B
 // aligned row pitch and address; launch_impl.cuh's tma_store test for an untransposed output).
 inline bool output_tma_storable(int64_t N, bool out_16bit, uintptr_t addr = 0) {
@@ -254,7 +264,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
                           int odd_widths = kOddWidths, int odd_layouts = 3, int mid64 = kMid64,
-                          bool out_tma = true, bool y_split_sectors = false) {
+                          bool out_tma = true, int split_sectors = 0, int sector_clusters = kSplitSectorClusters) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -389,7 +399,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   if (mid64 && out_tma && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
       (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms))) {
     p.bm = 64, p.bn = 128, p.splits = 1;
-    if ((mid64 & kMid64Pairs) && y_split_sectors && 4 * tiles64 >= 3 * int64_t(num_sms)) pair_rows = true;
+    if ((mid64 & kMid64Pairs) && (split_sectors & 2) && 4 * tiles64 >= 3 * int64_t(num_sms)) pair_rows = true;
   }
   const bool forced = force != nullptr && valid_tile(*force, all_widths, odd_layouts);
   if (forced) {
@@ -406,8 +416,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // the weight tile: no faster, benchmarks/NOTES.md.)
   const bool unsplit256 = p.bm == 128 && p.bn == 256 && p.splits == 1;
   const bool long_run = unsplit256 && tiles >= num_sms && tiles * k_tiles >= kLongRunWork;
+  // The Y operand (shared by a cluster's CTAs) is B, or A when swapped (kSplitSectorClusters).
+  const bool y_split = (split_sectors & (p.swap_ab ? 1 : 2)) != 0;
   const bool cluster256 = unsplit256 && tiles_m >= 2 &&
-                          (max_cluster == 2 ? tiles >= num_sms || p.swap_ab : max_cluster == 0 && long_run);
+                          (max_cluster == 2 ? tiles >= num_sms || p.swap_ab
+                                            : max_cluster == 0 && (long_run || (sector_clusters && y_split && tiles >= num_sms)));
   p.cluster = pair_rows || cluster256 ? 2 : 1;
   p.group_m = group_m > 0 ? group_m : long_run ? kLongRunGroupM : 8;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
