@@ -22,8 +22,12 @@ def _hopper():
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
-@pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0"}),
-                                       ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0"}),
+# The stream-K tails apply to unclustered plans only: the K = 520 / 1000 shapes (pitches that
+# split 32-B sectors) would otherwise cluster (plan.h kSplitSectorClusters).
+@pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0",
+                                                 "TK_HOPPER_SECTOR_CLUSTERS": "0"}),
+                                       ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0",
+                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0"}),
                                        ("fill", {"TK_HOPPER_SK_FILL": "2", "TK_HOPPER_STREAMK": "0"})])
 def test_stream_k_in_child_process(mode, knob):
     env = dict(os.environ, **knob, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
