@@ -14,6 +14,9 @@ Suites (issue 5; M x N x K, out = A(MxK) @ B(KxN)):
   tails      (not in all) token counts that are not a multiple of the tile, NT: M in {96, 129, 192,
              200, 320} x (N, K) in {(4096, 4096), (8192, 8192)}: their last tile's operand boxes
              (NOTES.md, tail boxes)
+  sectors    (not in all) 16-B-aligned pitches that split 32-B sectors (K = 1000, 2040, 4104), NT and
+             NN: the 2-CTA clustered plans for them (NOTES.md, 2026-11-27)
+  model      (not in all) bench_model.py's linears: forward (NT), dX (NN), dW (TN)
 Both ops get the SAME fresh random inputs. Timings are interleaved in one process: each round
 times ours and the baseline back to back, alternating which goes first, with
 triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
@@ -51,12 +54,14 @@ SUITES = {
     "quick": [((4096, 4096, 4096), "NT"), ((8192, 8192, 8192), "NN"), ((8192, 28672, 4096), "TN"),
               ((8191, 8191, 8191), "NN"), ((1, 4096, 4096), "NT"), ((128, 14336, 4096), "NT")],
     "tails": [((m, n, k), "NT") for m in (96, 129, 192, 200, 320) for (n, k) in ((4096, 4096), (8192, 8192))],
+    "sectors": [(s, lay) for s in [(1000, 1000, 1000), (1024, 1024, 2040), (2048, 512, 2040), (4096, 4096, 4104),
+                                   (8192, 4096, 4104)] for lay in ("NT", "NN")],
     # bench_model.py's linears (8192 tokens, hidden 2048, intermediate 5632): forward, dX, dW
     "model": [((8192, n, k), "NT") for (n, k) in ((2048, 2048), (5632, 2048), (2048, 5632))]
              + [((8192, n, k), "NN") for (n, k) in ((2048, 2048), (2048, 5632), (5632, 2048))]
              + [((m, n, 8192), "TN") for (m, n) in ((2048, 2048), (5632, 2048), (2048, 5632))],
 }
-NOT_IN_ALL = ("quick", "tails", "model")
+NOT_IN_ALL = ("quick", "tails", "sectors", "model")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
