@@ -68,7 +68,7 @@ inline CUtensorMapL2promotion operand_promo(uint64_t pitch_bytes) {
     const char* e = std::getenv("TK_HOPPER_L2_PROMO");
     return e != nullptr ? std::atoi(e) : -1;
   }();
-  const int v = forced >= 0 ? forced : pitch_bytes % 32 != 0 ? 128 : 256;
+  const int v = forced >= 0 ? forced : splits_sectors(int64_t(pitch_bytes)) ? 128 : 256;
   return v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
          : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
          : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
