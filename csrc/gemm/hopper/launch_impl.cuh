@@ -314,10 +314,6 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
-    if constexpr (BN == 128 && sizeof(OutT) == 2) {  // one warpgroup per 128x128 tile, 2-CTA clusters (plan.h one_wg bit 4)
-      if (g.plan.cluster == 2 && g.plan.wg_rows == 128)
-        return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128>>(g, op, s);
-    }
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {

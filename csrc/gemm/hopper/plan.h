@@ -157,9 +157,8 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
 // too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split
 // 128 x 256 plans re-planned as 128 x 128 with fewer splits (below; measured slower)
-// (TK_HOPPER_ONE_WG=0..31). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
-// plan, commit 0f02a77) these tiles were slower still when swapped (benchmarks/NOTES.md); bit 4
-// pairs unswapped ones (the weight tile multicast; below).
+// (TK_HOPPER_ONE_WG=0..15). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
+// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md).
 constexpr int kOneWarpgroupWidths = 1;
 // 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
 // 256 and the epilogue works in 64-column rounds, so 192 costs 3 rounds and 40-KB stages (4 of
@@ -455,20 +454,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
   if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
-      !p.fused_split && p.units <= p.grid) {
+      !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
-    // one_wg bit 4 (A/B): unswapped 128 x 128 one-warpgroup tiles in 2-CTA clusters, the pair of
-    // token tiles multicasting the weight (Y) tile: cuBLAS's nvjet 128x128 6-stage 2x1-cluster plan
-    // on 256x8192x8192. (The 2026-11-25g try paired swapped tiles, sharing only the token tile.)
-    // A swapped plan (e.g. a split one, one_wg bit 3) is turned round: the same square tiles.
-    const int64_t token_tiles = (M + 127) / 128, weight_tiles = (N + 127) / 128;
-    if ((one_wg & 16) && all_widths && p.bn == 128 && token_tiles >= 2 && !forced) {
-      const int64_t units2 = ((token_tiles + 1) / 2) * weight_tiles * p.splits;
-      if (units2 <= std::max(1, num_sms / 2)) {
-        p.swap_ab = false, p.cluster = 2, p.units = units2, p.grid = static_cast<int>(2 * units2), p.dynamic = false;
-      }
-    }
-  }
   return p;
 }
 
