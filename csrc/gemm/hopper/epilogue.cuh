@@ -60,6 +60,9 @@ struct Epilogue {
   // tensor, loaded through a map whose box has exactly that many rows; 0: no tail map (the full
   // box, its rows past the tensor zero-filled by TMA).
   int x_tail_rows = 0, y_tail_rows = 0;
+  // Unclustered kernels: the producer starts loading before the block-wide start barrier
+  // (gemm_kernel.cuh early_start; TK_HOPPER_EARLY_START).
+  bool early_start = false;
 };
 
 template <typename OutT>

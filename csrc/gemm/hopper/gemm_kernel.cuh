@@ -42,6 +42,9 @@ using namespace kittens::hopper;
 // of DRAM reads against cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so
 // the producer fills the next unit's stages while the consumers are still in the previous unit's
 // epilogue.
+// Named barrier of the early start (ids 1.. are the epilogue's, one per 64-row strip).
+constexpr int kStartBarrier = 8;
+
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
@@ -136,7 +139,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 
   // Let a dependent launch (the split-K reduction) get scheduled now; it waits for our completion.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  if (threadIdx.x == 0) {
+  // Barrier init and descriptor prefetch (thread 0).
+  auto init_barriers = [&]() {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
       mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
@@ -153,13 +157,26 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     tma_prefetch_desc(&tm_b);
     if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
     if (L::kYTail && ep.y_tail_rows > 0) tma_prefetch_desc(&tm_b_tail);
+  };
+  // Early start (unclustered kernels; ep.early_start, TK_HOPPER_EARLY_START): the producer thread
+  // issues its first loads right after initialising the barriers; the producer warpgroup only
+  // arrives at the start barrier (bar.arrive releases the init to the consumers' bar.sync), so
+  // the loads' latency overlaps the consumers' start-up instead of following a __syncthreads.
+  const bool early_start = L::CLUSTER == 1 && ep.early_start;
+  if (!early_start) {
+    if (threadIdx.x == 0) init_barriers();
+    if constexpr (L::CLUSTER > 1) cluster_sync();  // peers' barriers initialised before any remote use
+    else __syncthreads();
   }
-  if constexpr (L::CLUSTER > 1) cluster_sync();  // peers' barriers initialised before any remote use
-  else __syncthreads();
 
   if (warpgroup_id() == 0) {
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
+    if (early_start) {
+      if (threadIdx.x == 0) init_barriers();
+      __syncwarp();
+      named_barrier_arrive(kStartBarrier, L::THREADS);
+    }
     if (threadIdx.x == 0) {
       // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or
       // under TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every
@@ -252,6 +269,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
   } else {
     // ---- consumers ----
+    if (early_start) named_barrier(kStartBarrier, L::THREADS);  // the barriers are initialised
     setmaxnreg_inc<L::CONSUMER_REGS>();
     const int cw = warpgroup_id() - 1;
     const bool warp_leader = (threadIdx.x % 32) == 0;

@@ -57,4 +57,10 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrival at named barrier `id` without waiting (its other threads wait with named_barrier);
+// the arriving threads' earlier memory accesses are performed for them (PTX barrier.arrive).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace kittens::hopper
