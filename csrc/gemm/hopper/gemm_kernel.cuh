@@ -162,6 +162,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // issues its first loads right after initialising the barriers; the producer warpgroup only
   // arrives at the start barrier (bar.arrive releases the init to the consumers' bar.sync), so
   // the loads' latency overlaps the consumers' start-up instead of following a __syncthreads.
+  static_assert(1 + L::CONSUMERS * L::STRIPS <= kStartBarrier, "the start barrier's id is an epilogue strip's");
   const bool early_start = L::CLUSTER == 1 && ep.early_start;
   if (!early_start) {
     if (threadIdx.x == 0) init_barriers();
