@@ -80,8 +80,7 @@ std::optional<hopper::TileChoice> tile_knob() {
 #define TK_KNOB static const
 #endif
 
-// plan_gemm (plan.h) under the environment knobs, read once (for A/B measurements; README "GPU
-// check").
+// plan_gemm (plan.h) under the environment knobs, read once (for A/B measurements; docs/knobs.md).
 // a_mn / b_mn: A column-major / B row-major (MN-contiguous); the odd-width tiles need a K-major Y
 // (A^T swapped, B unswapped), so each orientation only where its Y is (plan.h kOddWidths).
 // out_tma: the output's rows can be TMA-stored (16-B aligned pitch and address; plan.h kMid64).
