@@ -6,6 +6,7 @@
 #include "counters.h"
 #include "kittens/common/fragments.h"
 #include "kittens/common/raster.h"
+#include "kittens/common/row_run.h"
 #include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
 #include "gemm/hopper/plan.h"
@@ -82,6 +83,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));
   m.def("desc_k16_step", &kittens::desc_k16_step, py::arg("mn_major"), py::arg("elem_bytes"));
   m.def("partial_box_offset", &kittens::partial_box_offset, py::arg("row"), py::arg("col"), py::arg("transposed"));
+  m.def(
+      "row_run",
+      [](int s, int ncols) {
+        const auto run = kittens::row_run(s, ncols);
+        return std::make_tuple(run.head, run.chunks, run.tail);
+      },
+      py::arg("s"), py::arg("ncols"));
+  m.def(
+      "row_run_loose_col", [](int s, int ncols, int e) { return kittens::row_run_loose_col(kittens::row_run(s, ncols), e); },
+      py::arg("s"), py::arg("ncols"), py::arg("e"));
   m.def("stmatrix_x4_offset", &kittens::stmatrix_x4_offset, py::arg("warp"), py::arg("lane"), py::arg("m"),
         py::arg("transposed"));
   m.def(

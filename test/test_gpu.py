@@ -305,6 +305,43 @@ def test_addmm(shape, layout, beta, alpha, self_kind, dtype):
     check(out, ref, TOL[dtype], f"addmm {self_kind} beta={beta} alpha={alpha}")
 
 
+# M x N x K with N % 8 != 0: rows that are not 16-B aligned, copied out of the staging box by the
+# output's 16-B granules (epilogue.cuh copy_out_granules; every misalignment 1..7 of a row start
+# over the rows), with row tails, N tails inside a round and a single all-tail round (N < 64),
+# many units per CTA (dynamic schedule), and the ~1k problems of the suites.
+UNALIGNED_ROW_SHAPES = [(1000, 1001, 999), (64, 1001, 64), (17, 65, 100), (1003, 1001, 520), (515, 130, 64),
+                        (8, 9, 16), (300, 1027, 256), (2049, 2055, 1000), (129, 4100, 300)]
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", [("n", "n"), ("t", "t")], ids=_lay)
+@pytest.mark.parametrize("shape", UNALIGNED_ROW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gemm_unaligned_rows(shape, layout, dtype):
+    """Outputs whose rows are not 16-B aligned: the plain GEMM and addmm with a full C (beta,
+    alpha), poisoned, twice bitwise equal, against the float64 reference."""
+    M, N, K = shape
+    a = make_matrix(M, K, dtype, layout[0], device=DEV)
+    b = make_matrix(K, N, dtype, layout[1], device=DEV)
+    c = torch.randn(M, N, device=DEV).to(dtype)
+    for what, fn, ref in [("gemm", lambda: torch_tk.gemm(a, b), lambda: ref64(a, b)),
+                          ("addmm", lambda: torch_tk.addmm(c, a, b, beta=-0.5, alpha=2.0),
+                           lambda: 2.0 * ref64(a, b) - 0.5 * c.double())]:
+        with KernelWatch() as w:
+            out = run_poisoned(fn, (M, N), dtype)
+        w.assert_hopper(2)
+        _check_meta(out, (M, N), dtype)
+        check(out, ref(), TOL[dtype], f"{what} {shape} {_lay(layout)} {dtype}")
+
+
+@needs_hopper
+def test_copy_granules_off_in_child_process():
+    """TK_HOPPER_COPY_GRANULES=0: the same outputs copied out element by element."""
+    out = _pytest_child({"TK_HOPPER_COPY_GRANULES": "0"}, "test_gemm_unaligned_rows or test_gemm_grid", timeout=400)
+    m = re.search(r"\b(\d+) passed", out)
+    assert m and int(m.group(1)) >= len(UNALIGNED_ROW_SHAPES) * 4, out[-4000:]
+
+
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("self_dtype", ["input", "fp32"])

@@ -454,6 +454,29 @@ def test_partial_staging_stores_are_bank_friendly():
                     assert _wavefronts(addrs) <= 2, (h, warp, r, half)
 
 
+# ============================================================================ row_run
+
+
+@pytest.mark.parametrize("ncols", [0, 1, 5, 7, 8, 9, 15, 16, 41, 63, 64])
+@pytest.mark.parametrize("s", range(8))
+def test_row_run_cuts_at_the_output_granules(s, ncols):
+    """A run of ncols 16-bit elements starting s elements past a 16-B boundary (the staged copy-out
+    of unaligned rows, epilogue.cuh copy_out_granules): the whole granules start on boundaries,
+    and they and the loose elements cover the run once."""
+    head, chunks, tail = _C.row_run(s, ncols)
+    assert head + 8 * chunks + tail == max(ncols, 0) and 0 <= head < 8 and 0 <= tail < 8
+    granule_cols = {head + 8 * k + j for k in range(chunks) for j in range(8)}
+    for k in range(chunks):
+        assert (s + head + 8 * k) % 8 == 0  # the granule's first element sits on a 16-B boundary
+    loose = [_C.row_run_loose_col(s, ncols, e) for e in range(head + tail)]
+    assert len(set(loose)) == len(loose) and not granule_cols & set(loose)
+    assert granule_cols | set(loose) == set(range(ncols))
+    # a whole granule could not start earlier: the head never holds a boundary
+    assert all((s + c) % 8 != 0 for c in range(1, head)) and (head == 0 or s != 0 or ncols < 8)
+    if ncols % 8 == 0:
+        assert head + tail in (0, 8)  # the copy-out's 8 loose tasks a row
+
+
 # ============================================================================ wgmma_acc_coord
 
 

@@ -5,12 +5,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "../../kittens/common/fragments.h"
+#include "../../kittens/common/row_run.h"
 #include "../../kittens/hopper/flags.cuh"
 #include "../../kittens/hopper/st.cuh"
 #include "../../kittens/hopper/tma.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
 #include "convert.cuh"
 #include "gemm_experiments.cuh"
+#include "halfword_window.cuh"
 
 #ifndef TK_STORE_EVICT_FIRST
 #define TK_STORE_EVICT_FIRST 0
@@ -63,6 +65,9 @@ struct Epilogue {
   // Unclustered kernels: the producer starts loading before the block-wide start barrier
   // (gemm_kernel.cuh early_start; TK_HOPPER_EARLY_START).
   bool early_start = false;
+  // Staged copy-out of rows that are not 16-B aligned by the output's 16-B granules
+  // (copy_out_granules) rather than element by element (TK_HOPPER_COPY_GRANULES=0, A/B).
+  bool granules = true;
 };
 
 template <typename OutT>
@@ -407,6 +412,55 @@ __device__ __forceinline__ void store_held_round(int h, bool transposed, const u
 // A narrow last round (gemm_layout::kPartialRound) copies its LAST_COLS columns only; it is also
 // how the TMA-store epilogue stores such a round untransposed (store_unit_tma). `staging`: the
 // strip's staging buffers (shared address).
+// Copy-out of a staged round (kCols columns from c0, line = row: mnmajor_offset) to rows that are
+// not 16-B aligned, e.g. those of an N = 1001 output, by the output's own 16-B granules
+// (kittens::row_run): each row's whole granules as 16-B stores of 8 elements joined from the two
+// staging chunks they straddle (halfword_window), then its head and tail (< 8 elements each) by
+// 2-B stores. The element-by-element copy-out it replaces cost a 64 x 128 tile ~3.7 us at
+// 1000x1001x1000 over a TMA store (benchmarks/NOTES.md, 2026-11-27b).
+template <int kCols, typename OutT>
+__device__ __forceinline__ void copy_out_granules(const Epilogue<OutT>& ep, uint32_t stage_base, int row0, int c0,
+                                                  int M, int N) {
+  static_assert(sizeof(OutT) == 2 && kCols <= 64, "16-bit rounds of at most 64 columns (8 granules a row)");
+  const int ncols = N - c0 < kCols ? N - c0 : kCols;
+  if (ncols <= 0) return;
+  const int t = thread_in_warpgroup();
+  uint16_t* const out = reinterpret_cast<uint16_t*>(ep.out);
+  auto row_ptr = [&](int r) { return out + int64_t(row0 + r) * ep.o_s0 + c0; };
+  auto run_of = [&](const uint16_t* p) { return row_run(int((reinterpret_cast<uintptr_t>(p) >> 1) & 7), ncols); };
+  // Whole granules: (row r, granule k), 8 tasks a row; rows grow with i, so past M all are.
+  for (int i = t; i < 64 * 8; i += kWarpgroupThreads) {
+    const int r = i / 8, k = i % 8;
+    if (row0 + r >= M) break;
+    uint16_t* const p = row_ptr(r);
+    const RowRun run = run_of(p);
+    if (k >= run.chunks) continue;
+    const int x0 = run.head + 8 * k;  // the granule's first column; x0 + 7 < ncols <= 64
+    uint32_t w[8];
+    const uint32_t lo = stage_base + mnmajor_offset(uint32_t(x0 & ~7), uint32_t(r), 2);
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(lo) : "memory");
+    w[4] = w[5] = w[6] = w[7] = 0;
+    if (x0 & 7) {
+      const uint32_t hi = stage_base + mnmajor_offset(uint32_t((x0 & ~7) + 8), uint32_t(r), 2);
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7]) : "r"(hi) : "memory");
+    }
+    *reinterpret_cast<uint4*>(p + x0) = halfword_window(w, x0 & 7);
+  }
+  // The rest: (row r, loose element e); head + tail is 0 or 8 when ncols % 8 == 0, else < 16.
+  const int lg = ncols % 8 == 0 ? 3 : 4;
+  for (int i = t; i < (64 << lg); i += kWarpgroupThreads) {
+    const int r = i >> lg, e = i & ((1 << lg) - 1);
+    if (row0 + r >= M) break;
+    uint16_t* const p = row_ptr(r);
+    const RowRun run = run_of(p);
+    if (e >= run.head + run.tail) continue;
+    const int x = row_run_loose_col(run, e);
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(stage_base + mnmajor_offset(uint32_t(x), uint32_t(r), 2)) : "memory");
+    p[x] = v;
+  }
+}
+
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                    uint32_t staging, int row0, int n0, int M, int N, int cw,
@@ -435,6 +489,10 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
                    : "memory");
       *reinterpret_cast<uint4*>(ep.out + int64_t(row0 + r) * ep.o_s0 + (c0 + c)) = make_uint4(v0, v1, v2, v3);
     }
+    return;
+  }
+  if (ep.granules) {
+    copy_out_granules<kCols>(ep, stage_base, row0, c0, M, N);
     return;
   }
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);

@@ -162,6 +162,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TK_HOPPER_EARLY_START=0 (A/B, read once): every kernel starts behind a __syncthreads.
   static const bool early_start = env_flag("TK_HOPPER_EARLY_START", true);
   ep.early_start = early_start;
+  // TK_HOPPER_COPY_GRANULES=0 (A/B, read once): the staged copy-out of unaligned rows element by element.
+  static const bool granules = env_flag("TK_HOPPER_COPY_GRANULES", true);
+  ep.granules = granules;
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));

@@ -5,19 +5,11 @@
 // vector width instead of element width. Reads never leave the 16-B granules holding valid data.
 #include <cuda_runtime.h>
 #include <cstdint>
+#include "halfword_window.cuh"
 #include "launch.h"
 
 namespace tk::hopper {
 namespace {
-
-// Word j (0..3) of the 16 bytes starting `shift` bytes (even, 0..14) into the 32-byte window w.
-template <int WS>
-__device__ __forceinline__ uint4 window(const uint32_t (&w)[8], bool half) {
-  uint32_t o[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) o[j] = half ? __funnelshift_r(w[WS + j], w[WS + j + 1], 16) : w[WS + j];
-  return make_uint4(o[0], o[1], o[2], o[3]);
-}
 
 // The copies of one call: blocks [0, split) run job 0, blocks [split, gridDim.x) job 1.
 struct PadJobs {
@@ -57,13 +49,7 @@ __global__ void pad_lines_kernel(const PadJobs jobs) {
         const uint4 v1 = *reinterpret_cast<const uint4*>(base + 16);
         w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
       }
-      const bool half = (shift & 2) != 0;
-      switch (shift >> 2) {
-        case 0: out = window<0>(w, half); break;
-        case 1: out = window<1>(w, half); break;
-        case 2: out = window<2>(w, half); break;
-        default: out = window<3>(w, half); break;
-      }
+      out = halfword_window(w, shift / 2);
       if (n < 8) {  // zero the pad elements (they are never read through the descriptor)
         uint32_t* o = reinterpret_cast<uint32_t*>(&out);
 #pragma unroll

@@ -225,6 +225,9 @@ constexpr int kDependentLaunch = 0;
 // 10.5 -> 11.3), as at 72 tiles (768x768x1000 NT 10.9 -> 11.6), hence both conditions. The same
 // holds for 128 x 256 plans of a wave or more (kSplitSectorClusters).
 constexpr int kMid64Pairs = 2;
+// Bit 2 (kMid64UnalignedRows): also where the 16-bit output's rows are not 16-B aligned (N % 8 != 0,
+// e.g. 1001), copied out of the staging box by 16-B granules (epilogue.cuh copy_out_granules).
+constexpr int kMid64UnalignedRows = 4;
 constexpr int kMid64 = 1 | kMid64Pairs;
 // 1: unsplit 128 x 256 plans of a wave or more also run as 2-CTA clusters sharing the Y tile
 // when Y's line pitch splits sectors (as kMid64Pairs). H200 (2026-11-27, 2 rounds, NT, ms,
@@ -396,7 +399,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // 2; 512x1024x1024, 2 splits -> 64 tiles: 12.3 -> 9.3 us), not e.g. 300x200x3000 (12 tiles x
   // 11 splits -> 10 tiles).
   const int64_t tiles64 = plan_tiles(M, N, 64, 128);
-  if (mid64 && out_tma && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
+  const bool rows_fast = out_tma || ((mid64 & kMid64UnalignedRows) && all_widths);  // all_widths: a 16-bit output
+  if (mid64 && rows_fast && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
       (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms))) {
     p.bm = 64, p.bn = 128, p.splits = 1;
     if ((mid64 & kMid64Pairs) && (split_sectors & 2) && 4 * tiles64 >= 3 * int64_t(num_sms)) pair_rows = true;
