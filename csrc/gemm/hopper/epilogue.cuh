@@ -491,7 +491,9 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
     }
     return;
   }
-  if (ep.granules) {
+  // Not in the two-strip (one-warpgroup 128-row) kernels: beside the other strip's 64
+  // accumulators the granule copy-out made ptxas spill (32 B); they copy element by element.
+  if (L::STRIPS == 1 && ep.granules) {
     copy_out_granules<kCols>(ep, stage_base, row0, c0, M, N);
     return;
   }
