@@ -398,26 +398,12 @@ __device__ __forceinline__ void store_held_round(int h, bool transposed, const u
   if constexpr (H + 1 < L::STORE_ROUNDS) store_held_round<L, H + 1>(h, transposed, held, tm_out, staging, row0, n0, cw);
 }
 
-// Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
-// the TMA path does, then copies it out by rows with ordinary stores, consecutive threads on
-// consecutive columns: 16-B chunks (8 columns of a row, a warp covering 4 whole 128-B rows) when
-// the row pitch and base are 16-B aligned and N % 8 == 0 (`vec`), else 2-B elements (a warp
-// covering 64 contiguous bytes). The fragment-order register stores touch 8 rows x 4 bytes per
-// instruction and measured ~40% of the tile time on 8191^3 and 4097^3 (benchmarks/NOTES.md).
-// Unlike the TMA store, nothing here waits on the TMA unit, which also serves the producer's loads.
-// Buffers cycle by round (H % STAGING_BUFFERS, 2 or, at 192 columns, 3); one barrier per round
-// suffices: a thread writes round H's buffer only after the barrier of round H - 1, which every
-// thread passes after its earlier reads of that buffer (when the rounds per unit are not a
-// multiple of the buffers -- one round per unit -- a leading barrier covers the previous unit).
-// A narrow last round (gemm_layout::kPartialRound) copies its LAST_COLS columns only; it is also
-// how the TMA-store epilogue stores such a round untransposed (store_unit_tma). `staging`: the
-// strip's staging buffers (shared address).
 // Copy-out of a staged round (kCols columns from c0, line = row: mnmajor_offset) to rows that are
 // not 16-B aligned, e.g. those of an N = 1001 output, by the output's own 16-B granules
 // (kittens::row_run): each row's whole granules as 16-B stores of 8 elements joined from the two
 // staging chunks they straddle (halfword_window), then its head and tail (< 8 elements each) by
-// 2-B stores. The element-by-element copy-out it replaces cost a 64 x 128 tile ~3.7 us at
-// 1000x1001x1000 over a TMA store (benchmarks/NOTES.md, 2026-11-27b).
+// 2-B stores. H200 against the element-by-element loop (2026-11-27c, benchmarks/NOTES.md): 4097^3
+// 1.2-1.5% faster; 1000x1001x999 unchanged, so what its odd-N output costs is not these instructions.
 template <int kCols, typename OutT>
 __device__ __forceinline__ void copy_out_granules(const Epilogue<OutT>& ep, uint32_t stage_base, int row0, int c0,
                                                   int M, int N) {
@@ -461,6 +447,20 @@ __device__ __forceinline__ void copy_out_granules(const Epilogue<OutT>& ep, uint
   }
 }
 
+// Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
+// the TMA path does, then copies it out by rows with ordinary stores, consecutive threads on
+// consecutive columns: 16-B chunks (8 columns of a row, a warp covering 4 whole 128-B rows) when
+// the row pitch and base are 16-B aligned and N % 8 == 0 (`vec`), else 2-B elements (a warp
+// covering 64 contiguous bytes). The fragment-order register stores touch 8 rows x 4 bytes per
+// instruction and measured ~40% of the tile time on 8191^3 and 4097^3 (benchmarks/NOTES.md).
+// Unlike the TMA store, nothing here waits on the TMA unit, which also serves the producer's loads.
+// Buffers cycle by round (H % STAGING_BUFFERS, 2 or, at 192 columns, 3); one barrier per round
+// suffices: a thread writes round H's buffer only after the barrier of round H - 1, which every
+// thread passes after its earlier reads of that buffer (when the rounds per unit are not a
+// multiple of the buffers -- one round per unit -- a leading barrier covers the previous unit).
+// A narrow last round (gemm_layout::kPartialRound) copies its LAST_COLS columns only; it is also
+// how the TMA-store epilogue stores such a round untransposed (store_unit_tma). `staging`: the
+// strip's staging buffers (shared address).
 template <class L, int H, int R>
 __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const Epilogue<typename L::out_t>& ep,
                                                    uint32_t staging, int row0, int n0, int M, int N, int cw,
