@@ -7,6 +7,7 @@
 #include "kittens/common/fragments.h"
 #include "kittens/common/raster.h"
 #include "kittens/common/row_run.h"
+#include "kittens/common/halfword_window.h"
 #include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
 #include "gemm/hopper/plan.h"
@@ -93,6 +94,18 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "row_run_loose_col", [](int s, int ncols, int e) { return kittens::row_run_loose_col(kittens::row_run(s, ncols), e); },
       py::arg("s"), py::arg("ncols"), py::arg("e"));
+  m.def(
+      "row_run_granule_col", [](int s, int ncols, int k) { return kittens::row_run_granule_col(kittens::row_run(s, ncols), k); },
+      py::arg("s"), py::arg("ncols"), py::arg("k"));
+  m.def(
+      "halfword_window",
+      [](std::array<uint32_t, 8> w, int h) {
+        uint32_t a[8];
+        for (int i = 0; i < 8; ++i) a[i] = w[i];
+        const auto o = kittens::halfword_window(a, h);
+        return std::make_tuple(o.w[0], o.w[1], o.w[2], o.w[3]);
+      },
+      py::arg("words"), py::arg("h"));
   m.def("stmatrix_x4_offset", &kittens::stmatrix_x4_offset, py::arg("warp"), py::arg("lane"), py::arg("m"),
         py::arg("transposed"));
   m.def(

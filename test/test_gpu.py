@@ -308,9 +308,11 @@ def test_addmm(shape, layout, beta, alpha, self_kind, dtype):
 # M x N x K with N % 8 != 0: rows that are not 16-B aligned, copied out of the staging box by the
 # output's 16-B granules (epilogue.cuh copy_out_granules; every misalignment 1..7 of a row start
 # over the rows), with row tails, N tails inside a round and a single all-tail round (N < 64),
-# many units per CTA (dynamic schedule), and the ~1k problems of the suites.
+# many units per CTA (dynamic schedule), the ~1k problems of the suites, and the two-strip
+# (one-warpgroup 128x128) kernels of ~256-token plans (255x7993x264, 250x8191x520).
 UNALIGNED_ROW_SHAPES = [(1000, 1001, 999), (64, 1001, 64), (17, 65, 100), (1003, 1001, 520), (515, 130, 64),
-                        (8, 9, 16), (300, 1027, 256), (2049, 2055, 1000), (129, 4100, 300)]
+                        (8, 9, 16), (300, 1027, 256), (2049, 2055, 1000), (129, 4100, 300), (255, 7993, 264),
+                        (250, 8191, 520)]
 
 
 @needs_hopper
@@ -332,6 +334,14 @@ def test_gemm_unaligned_rows(shape, layout, dtype):
         w.assert_hopper(2)
         _check_meta(out, (M, N), dtype)
         check(out, ref(), TOL[dtype], f"{what} {shape} {_lay(layout)} {dtype}")
+
+
+@needs_hopper
+def test_unaligned_rows_reach_the_two_strip_kernels():
+    """Guard for UNALIGNED_ROW_SHAPES: its ~256-token shapes still run the two-strip kernels."""
+    for M, N, K in [(255, 7993, 264), (250, 8191, 520)]:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())
+        assert (plan["bm"], plan["bn"], plan["wg_rows"], plan["splits"]) == (128, 128, 128, 1), plan
 
 
 @needs_hopper

@@ -477,6 +477,51 @@ def test_row_run_cuts_at_the_output_granules(s, ncols):
         assert head + tail in (0, 8)  # the copy-out's 8 loose tasks a row
 
 
+def _halves(words):
+    """16-bit elements of little-endian 32-bit words (element 2k is the low half of word k)."""
+    return [h for w in words for h in (w & 0xFFFF, w >> 16)]
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=8, max_size=8), st.integers(0, 7))
+@settings(max_examples=200, deadline=None)
+def test_halfword_window_is_the_8_elements_from_h(words, h):
+    """kittens::halfword_window (the re-pitch copy and the staged copy-out): elements h..h+7 of
+    the 16-element window, whatever h (the branch-free select steps and funnel shift)."""
+    out = _C.halfword_window(words, h)
+    assert _halves(out) == _halves(words)[h:h + 8]
+
+
+@pytest.mark.parametrize("ncols", [1, 5, 7, 8, 9, 15, 16, 33, 41, 56, 63, 64])
+@pytest.mark.parametrize("s", range(8))
+def test_copy_out_granules_model(s, ncols):
+    """The staged copy-out of one unaligned row as epilogue.cuh copy_out_granules runs it: lane k
+    stores whole granule k (row_run_granule_col: the window of staging chunks col / 8 and col / 8 + 1
+    at element col % 8; the second chunk is read only when col % 8 != 0 and always exists then) and
+    loose elements k and k + 8. The row starts s elements past a 16-B boundary; every column is
+    written once with its own value, nothing outside the run, and each 16-B store is aligned."""
+    staging = [0x1000 + c for c in range(64)] + [0xDEAD] * 8  # 8 chunks of a 128-B line
+    out = {}
+    head, chunks, tail = _C.row_run(s, ncols)
+    for k in range(8):
+        if k < chunks:
+            col = _C.row_run_granule_col(s, ncols, k)
+            ch, h = col // 8, col % 8
+            assert ch == k and (s + col) % 8 == 0  # a 16-B store at the output's granule
+            assert h == 0 or ch + 1 < 8
+            lo = staging[8 * ch:8 * ch + 8]
+            hi = staging[8 * ch + 8:8 * ch + 16] if h else [0] * 8
+            words = [lo[i] | lo[i + 1] << 16 for i in range(0, 8, 2)] + [hi[i] | hi[i + 1] << 16 for i in range(0, 8, 2)]
+            for i, v in enumerate(_halves(_C.halfword_window(words, h))):
+                assert col + i not in out
+                out[col + i] = v
+        for e in (k, k + 8):
+            if e < head + tail:
+                x = _C.row_run_loose_col(s, ncols, e)
+                assert x not in out
+                out[x] = staging[x]
+    assert out == {c: 0x1000 + c for c in range(ncols)}
+
+
 # ============================================================================ wgmma_acc_coord
 
 

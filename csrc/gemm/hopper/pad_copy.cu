@@ -5,7 +5,7 @@
 // vector width instead of element width. Reads never leave the 16-B granules holding valid data.
 #include <cuda_runtime.h>
 #include <cstdint>
-#include "halfword_window.cuh"
+#include "../../kittens/common/halfword_window.h"
 #include "launch.h"
 
 namespace tk::hopper {
@@ -49,7 +49,8 @@ __global__ void pad_lines_kernel(const PadJobs jobs) {
         const uint4 v1 = *reinterpret_cast<const uint4*>(base + 16);
         w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
       }
-      out = halfword_window(w, shift / 2);
+      const kittens::Words4 o = kittens::halfword_window(w, shift / 2);
+      out = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
       if (n < 8) {  // zero the pad elements (they are never read through the descriptor)
         uint32_t* o = reinterpret_cast<uint32_t*>(&out);
 #pragma unroll

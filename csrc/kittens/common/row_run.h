@@ -20,6 +20,10 @@ TK_HD RowRun row_run(int s, int ncols) {
   return RowRun{head, chunks, ncols - head - 8 * chunks};
 }
 
+// Column (from the run's start) of whole granule k's first element (k < chunks): the granule is
+// the halfword window at element (col % 8) of the run's 8-column chunks col / 8 and col / 8 + 1.
+TK_HD int row_run_granule_col(const RowRun& run, int k) { return run.head + 8 * k; }
+
 // Column (from the run's start) of the e-th element outside the whole granules (e < head + tail).
 TK_HD int row_run_loose_col(const RowRun& run, int e) { return e < run.head ? e : run.head + 8 * run.chunks + (e - run.head); }
 
