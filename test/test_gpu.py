@@ -306,7 +306,7 @@ def test_addmm(shape, layout, beta, alpha, self_kind, dtype):
 
 
 # M x N x K with N % 8 != 0: rows that are not 16-B aligned, copied out of the staging box by the
-# output's 16-B granules (epilogue.cuh copy_out_granules; every misalignment 1..7 of a row start
+# output's 16-B granules (copy_out_rows.cuh copy_out_granules; every misalignment 1..7 of a row start
 # over the rows), with row tails, N tails inside a round and a single all-tail round (N < 64),
 # many units per CTA (dynamic schedule), the ~1k problems of the suites, and the two-strip
 # (one-warpgroup 128x128) kernels of ~256-token plans (255x7993x264, 250x8191x520).

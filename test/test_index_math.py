@@ -461,7 +461,7 @@ def test_partial_staging_stores_are_bank_friendly():
 @pytest.mark.parametrize("s", range(8))
 def test_row_run_cuts_at_the_output_granules(s, ncols):
     """A run of ncols 16-bit elements starting s elements past a 16-B boundary (the staged copy-out
-    of unaligned rows, epilogue.cuh copy_out_granules): the whole granules start on boundaries,
+    of unaligned rows, copy_out_rows.cuh copy_out_granules): the whole granules start on boundaries,
     and they and the loose elements cover the run once."""
     head, chunks, tail = _C.row_run(s, ncols)
     assert head + 8 * chunks + tail == max(ncols, 0) and 0 <= head < 8 and 0 <= tail < 8
@@ -494,7 +494,7 @@ def test_halfword_window_is_the_8_elements_from_h(words, h):
 @pytest.mark.parametrize("ncols", [1, 5, 7, 8, 9, 15, 16, 33, 41, 56, 63, 64])
 @pytest.mark.parametrize("s", range(8))
 def test_copy_out_granules_model(s, ncols):
-    """The staged copy-out of one unaligned row as epilogue.cuh copy_out_granules runs it: lane k
+    """The staged copy-out of one unaligned row as copy_out_rows.cuh copy_out_granules runs it: lane k
     stores whole granule k (row_run_granule_col: the window of staging chunks col / 8 and col / 8 + 1
     at element col % 8; the second chunk is read only when col % 8 != 0 and always exists then) and
     loose elements k and k + 8. The row starts s elements past a 16-B boundary; every column is

@@ -5,14 +5,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "../../kittens/common/fragments.h"
-#include "../../kittens/common/row_run.h"
 #include "../../kittens/hopper/flags.cuh"
 #include "../../kittens/hopper/st.cuh"
 #include "../../kittens/hopper/tma.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
 #include "convert.cuh"
 #include "gemm_experiments.cuh"
-#include "../../kittens/common/halfword_window.h"
+#include "copy_out_rows.cuh"
 
 #ifndef TK_STORE_EVICT_FIRST
 #define TK_STORE_EVICT_FIRST 0
@@ -398,84 +397,6 @@ __device__ __forceinline__ void store_held_round(int h, bool transposed, const u
   if constexpr (H + 1 < L::STORE_ROUNDS) store_held_round<L, H + 1>(h, transposed, held, tm_out, staging, row0, n0, cw);
 }
 
-// Copy-out of a staged round (kCols columns from c0, line = row: mnmajor_offset) to rows that are
-// not 16-B aligned, e.g. those of an N = 1001 output, by the output's own 16-B granules
-// (kittens::row_run): each row's whole granules as 16-B stores of 8 elements, the halfword window
-// (branch-free) of the two staging chunks they straddle, then its head and tail (< 8 elements
-// each) by 2-B stores. Two schedules of the same tasks:
-// - kRowPasses (kernels with at most 64 accumulators a thread): 8 lanes a row, 16 rows a pass; a
-//   pass computes its row's address and run once for lane k's whole granule k and loose elements
-//   k (and k + 8). ~300 instructions a thread for a 64x64 round.
-// - else a loop over whole granules (8 tasks a row), then one over loose elements, each computing
-//   its row (~490 instructions): the 128x256 kernels spilled 8-36 B with the row passes.
-// H100, 2026-11-27d, against the element-by-element loop (TK_HOPPER_COPY_GRANULES=0):
-// 1000x1001x999 17.8 -> 16.9 us, 2049x4095x1000 62.0 -> 54.9 us (benchmarks/NOTES.md).
-template <int kCols, bool kRowPasses, typename OutT>
-__device__ __forceinline__ void copy_out_granules(const Epilogue<OutT>& ep, uint32_t stage_base, int row0, int c0,
-                                                  int M, int N) {
-  static_assert(sizeof(OutT) == 2 && kCols <= 64 && kCols % 8 == 0, "16-bit rounds of at most 64 columns (8 granules a row)");
-  const int ncols = N - c0 < kCols ? N - c0 : kCols;
-  if (ncols <= 0) return;
-  const int t = thread_in_warpgroup();
-  auto row_at = [&](int r) { return reinterpret_cast<uint16_t*>(ep.out) + int64_t(row0 + r) * ep.o_s0 + c0; };
-  auto run_at = [&](const uint16_t* p) { return row_run(int((reinterpret_cast<uintptr_t>(p) >> 1) & 7), ncols); };
-  // Whole granule k of row r (k < run.chunks): one 16-B store at p + head + 8k (16-B aligned).
-  auto granule = [&](uint16_t* p, const RowRun& run, int r, int k) {
-    const int x0 = row_run_granule_col(run, k), h = x0 & 7;
-    uint32_t w[8];
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "r"(stage_base + mnmajor_offset(uint32_t(x0 & ~7), uint32_t(r), 2))
-                 : "memory");
-    w[4] = w[5] = w[6] = w[7] = 0;
-    if (h != 0)  // the granule ends in the next chunk (x0 + 7 < ncols <= kCols: it exists)
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
-                   : "r"(stage_base + mnmajor_offset(uint32_t((x0 & ~7) + 8), uint32_t(r), 2))
-                   : "memory");
-    const Words4 o = halfword_window(w, h);
-    *reinterpret_cast<uint4*>(p + x0) = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
-  };
-  // Loose element e of row r (e < head + tail): one 2-B copy.
-  auto loose = [&](uint16_t* p, const RowRun& run, int r, int e) {
-    const int x = row_run_loose_col(run, e);
-    uint16_t v;
-    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(stage_base + mnmajor_offset(uint32_t(x), uint32_t(r), 2)) : "memory");
-    p[x] = v;
-  };
-  if constexpr (kRowPasses) {
-    const int k = t & 7;
-    const bool two_loose = ncols % 8 != 0;  // head + tail < 16, else 0 or 8
-#pragma unroll 1  // unrolled, the two-strip (one-warpgroup 128x128) kernels spilled 20 B
-    for (int pass = 0; pass < 4; ++pass) {
-      const int r = (t >> 3) + 16 * pass;
-      if (row0 + r >= M) break;  // rows grow with the pass
-      uint16_t* const p = row_at(r);
-      const RowRun run = run_at(p);
-      if (k < run.chunks) granule(p, run, r, k);
-      if (k < run.head + run.tail) loose(p, run, r, k);
-      if (two_loose && k + 8 < run.head + run.tail) loose(p, run, r, k + 8);
-    }
-  } else {
-    for (int i = t; i < 64 * 8; i += kWarpgroupThreads) {
-      const int r = i / 8, k = i % 8;
-      if (row0 + r >= M) break;  // rows grow with i
-      uint16_t* const p = row_at(r);
-      const RowRun run = run_at(p);
-      if (k < run.chunks) granule(p, run, r, k);
-    }
-    const int lg = ncols % 8 == 0 ? 3 : 4;  // loose tasks a row: 8 or 16
-#pragma unroll 1
-    for (int i = t; i < (64 << lg); i += kWarpgroupThreads) {
-      const int r = i >> lg, e = i & ((1 << lg) - 1);
-      if (row0 + r >= M) break;
-      uint16_t* const p = row_at(r);
-      const RowRun run = run_at(p);
-      if (e < run.head + run.tail) loose(p, run, r, e);
-    }
-  }
-}
-
 // Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
 // the TMA path does, then copies it out by rows with ordinary stores, consecutive threads on
 // consecutive columns: 16-B chunks (8 columns of a row, a warp covering 4 whole 128-B rows) when
@@ -523,7 +444,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   // Not in the two-strip (one-warpgroup 128-row) kernels: beside the other strip's 64
   // accumulators the granule copy-out made ptxas spill (24-32 B); they copy element by element.
   if (L::STRIPS == 1 && ep.granules) {
-    copy_out_granules<kCols, (L::BN <= 128)>(ep, stage_base, row0, c0, M, N);
+    copy_out_granules<kCols, (L::BN <= 128)>(ep.out, ep.o_s0, stage_base, row0, c0, M, N);
     return;
   }
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);

@@ -226,7 +226,7 @@ constexpr int kDependentLaunch = 0;
 // holds for 128 x 256 plans of a wave or more (kSplitSectorClusters).
 constexpr int kMid64Pairs = 2;
 // Bit 2 (kMid64UnalignedRows): also where the 16-bit output's rows are not 16-B aligned (N % 8 != 0,
-// e.g. 1001), copied out of the staging box by 16-B granules (epilogue.cuh copy_out_granules).
+// e.g. 1001), copied out of the staging box by 16-B granules (copy_out_rows.cuh copy_out_granules).
 // Opt-in (TK_HOPPER_MID64=7): H200 2026-11-27c, 2 rounds, us, 128 x 64 -> 64 x 128: 1000x1001x999
 // NT 17.1 -> 17.5, NN 17.0 -> 17.7 (benchmarks/NOTES.md).
 constexpr int kMid64UnalignedRows = 4;

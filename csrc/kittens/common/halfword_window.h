@@ -1,7 +1,7 @@
 // The 16 bytes that start at 16-bit element h (0..7) of a 32-byte window held as 8 words (w[0]
 // the lowest; element 2k is the low half of w[k]): how two aligned 16-B vectors are joined into
 // one at a 2-B offset, by the re-pitch copy (csrc/gemm/hopper/pad_copy.cu) and the staged
-// copy-out of rows that are not 16-B aligned (csrc/gemm/hopper/epilogue.cuh). Branch-free: the
+// copy-out of rows that are not 16-B aligned (csrc/gemm/hopper/copy_out_rows.cuh). Branch-free: the
 // word offset h / 2 as two select steps (by 2 words, then by 1), the odd half as a 16-bit funnel
 // shift, so every register index is a constant (indexing w at run time would put it in local
 // memory) and lanes with different h do not diverge (a switch on h serialised its 4 cases

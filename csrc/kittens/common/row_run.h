@@ -1,6 +1,6 @@
 // A row's run of columns cut at the output's own 16-B granules (host-testable; the one place this
 // index math lives). Used by the staged copy-out of rows that are not 16-B aligned
-// (csrc/gemm/hopper/epilogue.cuh copy_out_granules), e.g. the rows of an N = 1001 output.
+// (csrc/gemm/hopper/copy_out_rows.cuh copy_out_granules), e.g. the rows of an N = 1001 output.
 #pragma once
 #include "base.h"
 
