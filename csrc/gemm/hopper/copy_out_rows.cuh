@@ -23,7 +23,8 @@ using namespace kittens::hopper;
 // - else a loop over whole granules (8 tasks a row), then one over loose elements, each computing
 //   its row (~490 instructions): the 128x256 kernels spilled 8-36 B with the row passes.
 // H100, 2026-11-27d, against the element-by-element loop (TK_HOPPER_COPY_GRANULES=0):
-// 1000x1001x999 17.8 -> 16.9 us, 2049x4095x1000 62.0 -> 54.9 us (benchmarks/NOTES.md).
+// 1000x1001x999 NT 17.5 -> 16.9 us, 4097^3 NT 302.5 -> 293.9 us, 2049x4095x1000 NN 67.4 -> 63.3 us
+// (benchmarks/NOTES.md; the row passes in the 128x256 kernels too, spilling: 2049x4095x1000 NN 59.6).
 template <int kCols, bool kRowPasses, typename OutT>
 __device__ __forceinline__ void copy_out_granules(OutT* out, int64_t o_s0, uint32_t stage_base, int row0, int c0,
                                                   int M, int N) {
