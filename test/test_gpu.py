@@ -345,9 +345,23 @@ def test_unaligned_rows_reach_the_two_strip_kernels():
 
 
 @needs_hopper
-def test_copy_granules_off_in_child_process():
-    """TK_HOPPER_COPY_GRANULES=0: the same outputs copied out element by element."""
-    out = _pytest_child({"TK_HOPPER_COPY_GRANULES": "0"}, "test_gemm_unaligned_rows or test_gemm_grid", timeout=400)
+def test_forced_clustered_256_is_taken():
+    """Guard for the clustered256 child below: the forced tile reaches the unaligned rows."""
+    if os.environ.get("TK_HOPPER_TILE") != "0:128:256:1:2":
+        pytest.skip("runs in a child process with TK_HOPPER_TILE=0:128:256:1:2 (test_copy_out_forms_in_child_process)")
+    for M, N, K in [(1000, 1001, 999), (2049, 2055, 1000)]:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())
+        assert (plan["bn"], plan["cluster"]) == (256, 2), plan
+
+
+@needs_hopper
+@pytest.mark.parametrize("knobs", [{"TK_HOPPER_COPY_GRANULES": "0"}, {"TK_HOPPER_COPY_GRANULES": "1"},
+                                   {"TK_HOPPER_TILE": "0:128:256:1:2"}], ids=["elements", "granule_loops", "clustered256"])
+def test_copy_out_forms_in_child_process(knobs):
+    """The other copy-outs of unaligned rows on the same outputs: element by element (=0), the
+    granule loops in the kernels wider than 128 (=1), and the clustered 128x256 kernels (forced
+    tile), which keep those loops under the default."""
+    out = _pytest_child(knobs, "test_gemm_unaligned_rows or test_gemm_grid or test_forced_clustered_256", timeout=400)
     m = re.search(r"\b(\d+) passed", out)
     assert m and int(m.group(1)) >= len(UNALIGNED_ROW_SHAPES) * 4, out[-4000:]
 

@@ -17,14 +17,15 @@ using namespace kittens::hopper;
 // (kittens::row_run): each row's whole granules as 16-B stores of 8 elements, the halfword window
 // (branch-free) of the two staging chunks they straddle, then its head and tail (< 8 elements
 // each) by 2-B stores. Two schedules of the same tasks:
-// - kRowPasses (kernels with at most 64 accumulators a thread): 8 lanes a row, 16 rows a pass; a
-//   pass computes its row's address and run once for lane k's whole granule k and loose elements
-//   k (and k + 8). ~300 instructions a thread for a 64x64 round.
+// - kRowPasses (epilogue.cuh kCopyRowPasses: every kernel but the clustered ones wider than 128):
+//   8 lanes a row, 16 rows a pass; a pass computes its row's address and run once for lane k's
+//   whole granule k and loose elements k (and k + 8). ~300 instructions a thread for a 64x64 round.
 // - else a loop over whole granules (8 tasks a row), then one over loose elements, each computing
-//   its row (~490 instructions): the 128x256 kernels spilled 8-36 B with the row passes.
+//   its row (~490 instructions): the clustered 128x256 kernels spilled 8 B with the row passes.
 // H100, 2026-11-27d, against the element-by-element loop (TK_HOPPER_COPY_GRANULES=0):
 // 1000x1001x999 NT 17.5 -> 16.9 us, 4097^3 NT 302.5 -> 293.9 us, 2049x4095x1000 NN 67.4 -> 63.3 us
-// (benchmarks/NOTES.md; the row passes in the 128x256 kernels too, spilling: 2049x4095x1000 NN 59.6).
+// (benchmarks/NOTES.md). H200, 2026-11-27e, row passes also in the unclustered 128x256 kernels
+// against the loops there: 2049x4095x1000 NN 62.5 -> 58.7 us, 4095^3 NN 255.0 -> 252.1 us.
 template <int kCols, bool kRowPasses, typename OutT>
 __device__ __forceinline__ void copy_out_granules(OutT* out, int64_t o_s0, uint32_t stage_base, int row0, int c0,
                                                   int M, int N) {

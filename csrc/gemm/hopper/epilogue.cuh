@@ -69,6 +69,15 @@ struct Epilogue {
   bool granules = true;
 };
 
+// The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered
+// kernels wider than 128, where ptxas spilled 8 B with them (the consumer loop's pressure around
+// them). TK_WIDE_ROW_PASSES=0 (build define, A/B): granule loops in every kernel wider than 128.
+#ifndef TK_WIDE_ROW_PASSES
+#define TK_WIDE_ROW_PASSES 1
+#endif
+template <typename L>
+constexpr bool kCopyRowPasses = L::BN <= 128 || (TK_WIDE_ROW_PASSES != 0 && L::CLUSTER == 1);
+
 template <typename OutT>
 __device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
   if constexpr (sizeof(OutT) == 4) {
@@ -444,7 +453,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   // Not in the two-strip (one-warpgroup 128-row) kernels: beside the other strip's 64
   // accumulators the granule copy-out made ptxas spill (24-32 B); they copy element by element.
   if (L::STRIPS == 1 && ep.granules) {
-    copy_out_granules<kCols, (L::BN <= 128)>(ep.out, ep.o_s0, stage_base, row0, c0, M, N);
+    copy_out_granules<kCols, kCopyRowPasses<L>>(ep.out, ep.o_s0, stage_base, row0, c0, M, N);
     return;
   }
   uint16_t* out = reinterpret_cast<uint16_t*>(ep.out);
