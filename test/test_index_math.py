@@ -922,8 +922,9 @@ def test_hopper_plan_examples():
                                                   "fused_split": False, "evict_first": 2, "wg_rows": 64}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
-    # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split)
-    assert _C.hopper_plan(1000, 1001, 999, 132) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
+    # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split;
+    # mid64=3: without plan.h kMid64UnalignedRows, which makes them 64x128)
+    assert _C.hopper_plan(1000, 1001, 999, 132, mid64=3) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
@@ -975,8 +976,13 @@ def test_plan_mid64_examples():
     assert tile(_C.hopper_plan(512, 1024, 1024, 132, mid64=0)) == (False, 128, 64, 2, 1, 128)
     assert _C.hopper_plan(1536, 1024, 1024, 132)["bm"] == 128  # 192 64x128 tiles: two waves
     assert tile(_C.hopper_plan(300, 200, 3000, 132))[1:4] == (128, 64, 11)  # 10 64x128 tiles: too few unsplit
-    assert tile(_C.hopper_plan(1000, 1001, 999, 132)) == (False, 128, 64, 1, 1, 128)  # N % 8: register stores
+    # N % 8 != 0: the output is copied out by granules; 64x128 too by default (kMid64UnalignedRows)
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132)) == (False, 64, 128, 1, 1, 128)
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132, mid64=3)) == (False, 128, 64, 1, 1, 128)
+    assert tile(_C.hopper_plan(512, 1001, 999, 132)) == (False, 64, 128, 1, 1, 64)  # was 128x64 x 2 splits
+    assert tile(_C.hopper_plan(1003, 1001, 520, 132)) == (False, 64, 128, 1, 2, 64)  # K = 520: a B pitch of 1040 B
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, out_tma=True))[1:3] == (64, 128)
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132, False))[1:3] == (128, 128)  # fp32 output: not 64-row
     assert _C.hopper_plan(1024, 1024, 1024, 132, False)["bn"] == 128  # fp32 outputs: 128-wide only
     assert _C.hopper_plan(2048, 2048, 2048, 132)["bn"] == 256  # not a 128x64 plan
     # kMid64Pairs: a B pitch that splits 32-B sectors (F.linear's layout: K = 1000, 2040; by default
@@ -990,7 +996,7 @@ def test_plan_mid64_examples():
     assert tile(_C.hopper_plan(1024, 1024, 1024, 132, split_sectors=2)) == pair  # a B pitch like 2000 B
     assert tile(_C.hopper_plan(768, 768, 1000, 132))[4] == 1  # 72 tiles: below 3/4 of the SMs
     assert tile(_C.hopper_plan(1008, 1008, 1008, 132))[4] == 1  # 2016-B pitch: whole sectors
-    assert tile(_C.hopper_plan(1000, 1001, 999, 132))[1:5] == (128, 64, 1, 1)  # odd K: re-pitched, whole lines
+    assert tile(_C.hopper_plan(1000, 1001, 999, 132))[1:5] == (64, 128, 1, 1)  # odd K: re-pitched, whole lines
     # kSplitSectorClusters: 128x256 plans of a wave or more cluster for such a Y pitch
     assert tile(_C.hopper_plan(4096, 4096, 4104, 132))[1:5] == (128, 256, 1, 2)
     assert tile(_C.hopper_plan(4096, 4096, 4104, 132, split_sectors=1))[1:5] == (128, 256, 1, 1)  # NN: B aligned
@@ -1007,6 +1013,9 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     into unsplit unclustered 64x128 plans."""
     q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma, split_sectors=0)
     q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=0)
+    # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored
+    assert (_C.hopper_plan(M, N, K, sms, all_widths, mid64=5, out_tma=out_tma, split_sectors=0)
+            == _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma or all_widths, split_sectors=0))
     t64 = -(-M // 64) * -(-N // 128)
     eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
                 and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))

@@ -129,7 +129,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 7);
   // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).
-  // Bit 2: also for outputs whose rows are not 16-B aligned (plan.h kMid64UnalignedRows).
+  // Bit 2: also for outputs whose rows are not 16-B aligned (plan.h kMid64UnalignedRows); 3: not them.
   TK_KNOB int mid64 = env_int("TK_HOPPER_MID64", hopper::kMid64, 0, 7);
   // TK_HOPPER_SECTOR_CLUSTERS=0: 128 x 256 plans do not cluster for a Y pitch that splits 32-B
   // sectors (plan.h kSplitSectorClusters).

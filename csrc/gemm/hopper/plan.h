@@ -208,9 +208,7 @@ constexpr int kDependentLaunch = 0;
 // 1: an unswapped 128 x 64 plan (where the narrowing ends for ~1k problems: two consumer
 // warpgroups of 64 x 64, the least efficient wgmma shape) runs as unsplit 64 x 128 tiles (one
 // warpgroup, 64 x 128 wgmma) when those fit one wave (and, if the plan splits K, fill 3/8 of
-// it) and the output is TMA-stored (with a register-stored output, e.g. N = 1001, a 64-row
-// tile's one warpgroup stores twice the columns of a 128 x 64 tile's two: 1000x1001x999 16.8 ->
-// 17.9 us). H200 (2026-11-26k, forced tiles, 3 rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3
+// it) and the output is TMA-stored (or, bit 2 below, copied out by granules). H200 (2026-11-26k, forced tiles, 3 rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3
 // 11.1 -> 10.2, 768^3 9.4 -> 8.9, 1024x1024x4096
 // 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
 // 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
@@ -227,10 +225,14 @@ constexpr int kDependentLaunch = 0;
 constexpr int kMid64Pairs = 2;
 // Bit 2 (kMid64UnalignedRows): also where the 16-bit output's rows are not 16-B aligned (N % 8 != 0,
 // e.g. 1001), copied out of the staging box by 16-B granules (copy_out_rows.cuh copy_out_granules).
-// Opt-in (TK_HOPPER_MID64=7): H200 2026-11-27c, 2 rounds, us, 128 x 64 -> 64 x 128: 1000x1001x999
-// NT 17.1 -> 17.5, NN 17.0 -> 17.7 (benchmarks/NOTES.md).
+// Slower with the element-wise copy-out (1000x1001x999 16.8 -> 17.9 us, 2026-11-26k) and even
+// with the first granule form (2026-11-27c); with the row passes (2026-11-27d) it gains. H200
+// (2026-11-27e, 3 rounds, median us, TK_HOPPER_MID64=3 -> 7): 512x1001x999 NT 20.4 -> 15.2, NN
+// 20.1 -> 15.7 (was 128 x 64 x 2 splits), 1024x1001x4096 NT 25.5 -> 22.9, NN 32.1 -> 31.4,
+// 1000x1001x1000 NN 16.1 -> 15.5, 1000x1001x999 NT 16.4 -> 16.5, NN 17.6 -> 16.8; one loss,
+// 1003x1001x520 (pairs, 9 k tiles) NT 11.3 -> 12.2, NN 12.8 -> 13.0 (benchmarks/NOTES.md).
 constexpr int kMid64UnalignedRows = 4;
-constexpr int kMid64 = 1 | kMid64Pairs;
+constexpr int kMid64 = 1 | kMid64Pairs | kMid64UnalignedRows;
 // 1: unsplit 128 x 256 plans of a wave or more also run as 2-CTA clusters sharing the Y tile
 // when Y's line pitch splits sectors (as kMid64Pairs). H200 (2026-11-27, 2 rounds, NT, ms,
 // plan -> clusters): 4096x4096x4104 0.238 -> 0.200, 4096x8192x2040 0.233 -> 0.216.
