@@ -968,7 +968,8 @@ def test_hopper_plan_examples():
 
 def test_plan_mid64_examples():
     """plan.h kMid64: unswapped 128x64 plans (the narrowing's end for ~1k problems) run as unsplit
-    64x128 tiles when those fit one wave and the output is TMA-stored."""
+    64x128 tiles when those fit one wave and the output is TMA-stored or (kMid64UnalignedRows, a
+    16-bit output with rows that are not 16-B aligned) copied out by granules."""
     tile = lambda q: (q["swap_ab"], q["bm"], q["bn"], q["splits"], q["cluster"], q["units"])  # noqa: E731
     assert tile(_C.hopper_plan(1024, 1024, 1024, 132)) == (False, 64, 128, 1, 1, 128)
     assert tile(_C.hopper_plan(1024, 1024, 1024, 132, mid64=0)) == (False, 128, 64, 1, 1, 128)

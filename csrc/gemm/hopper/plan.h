@@ -208,9 +208,9 @@ constexpr int kDependentLaunch = 0;
 // 1: an unswapped 128 x 64 plan (where the narrowing ends for ~1k problems: two consumer
 // warpgroups of 64 x 64, the least efficient wgmma shape) runs as unsplit 64 x 128 tiles (one
 // warpgroup, 64 x 128 wgmma) when those fit one wave (and, if the plan splits K, fill 3/8 of
-// it) and the output is TMA-stored (or, bit 2 below, copied out by granules). H200 (2026-11-26k, forced tiles, 3 rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3
-// 11.1 -> 10.2, 768^3 9.4 -> 8.9, 1024x1024x4096
-// 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
+// it) and the output is TMA-stored (or, bit 2 below, copied out by granules). H200 (2026-11-26k,
+// forced tiles, 3 rounds, NT, us, 128 x 64 -> 64 x 128): 1024^3 11.1 -> 10.2, 768^3 9.4 -> 8.9,
+// 1024x1024x4096 25.2 -> 21.1, 1024x1024x8192 43.5 -> 34.8, 512x2048x2048 15.8 -> 14.0, 2048x512x2048 16.1 ->
 // 14.0, 512x1024x1024 (128 x 64 x 2 splits) 12.3 -> 9.8; two waves lose (1536x1024x1024 14.1 ->
 // 15.8, 2000x1000x1000 18.8 -> 25.2), hence the bound (benchmarks/NOTES.md).
 // Bit 1 (kMid64Pairs): those 64 x 128 tiles run as 2-CTA clusters sharing the Y (B) tile by
