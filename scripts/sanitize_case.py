@@ -26,8 +26,8 @@ transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one 
 <= 132 CTAs: the deferred epilogue stores a unit's held rounds before packing the next; 11x4100x999
 -> the skinny kernel's 32-row CTAs of 16 warps (9..16 tokens, tn = 2, partial CTA, odd K re-pitched)
 and 14x8200x130 -> swapped 128x64 tiles (under TK_HOPPER_SKINNY_ROWS16=32, gpu_check.sh's second
-memcheck run: both in 32-row CTAs of 8 warps); full set, 512x1001x300 -> 64 64x128 tiles with
-an output whose rows are not 16-B aligned (row-pass copy-out, plan.h kMid64UnalignedRows). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
+memcheck run: both in 32-row CTAs of 8 warps); full set, 512x1001x1000 -> 64 64x128 tiles with
+an output whose rows are not 16-B aligned (row-pass copy-out, plan.h kMid64UnalignedRows: from 16 k tiles). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
 import torch
@@ -43,7 +43,7 @@ def main():
               (1100, 4200, 1000))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
-                   (40, 8200, 520), (512, 1001, 300))
+                   (40, 8200, 520), (512, 1001, 1000))
     if not torch_tk.hopper_available():
         print("sanitize_case: no Hopper kernel here; nothing to check")
         return 0

@@ -309,8 +309,9 @@ def test_addmm(shape, layout, beta, alpha, self_kind, dtype):
 # output's 16-B granules (copy_out_rows.cuh copy_out_granules; every misalignment 1..7 of a row start
 # over the rows), with row tails, N tails inside a round and a single all-tail round (N < 64),
 # many units per CTA (dynamic schedule), the ~1k problems of the suites, and the two-strip
-# (one-warpgroup 128x128) kernels of ~256-token plans (255x7993x264, 250x8191x520).
-UNALIGNED_ROW_SHAPES = [(1000, 1001, 999), (64, 1001, 64), (17, 65, 100), (1003, 1001, 520), (515, 130, 64),
+# (one-warpgroup 128x128) kernels of ~256-token plans (255x7993x264, 250x8191x520), the 64x128 pairs
+# (1003x1001x1032: B's 2064-B pitch splits sectors) and the 128x64 tiles below 16 k tiles (1003x1001x520).
+UNALIGNED_ROW_SHAPES = [(1000, 1001, 999), (64, 1001, 64), (17, 65, 100), (1003, 1001, 520), (1003, 1001, 1032), (515, 130, 64),
                         (8, 9, 16), (300, 1027, 256), (2049, 2055, 1000), (129, 4100, 300), (255, 7993, 264),
                         (250, 8191, 520)]
 

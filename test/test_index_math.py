@@ -981,7 +981,13 @@ def test_plan_mid64_examples():
     assert tile(_C.hopper_plan(1000, 1001, 999, 132)) == (False, 64, 128, 1, 1, 128)
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, mid64=3)) == (False, 128, 64, 1, 1, 128)
     assert tile(_C.hopper_plan(512, 1001, 999, 132)) == (False, 64, 128, 1, 1, 64)  # was 128x64 x 2 splits
-    assert tile(_C.hopper_plan(1003, 1001, 520, 132)) == (False, 64, 128, 1, 2, 64)  # K = 520: a B pitch of 1040 B
+    # from 16 k tiles only (kMid64UnalignedRowsMinKTiles): 1003x1001x520 (9) stays 128x64; K = 1032
+    # (17, a B pitch of 2064 B, which splits sectors) takes the 64x128 pairs
+    assert tile(_C.hopper_plan(1003, 1001, 520, 132)) == (False, 128, 64, 1, 1, 128)
+    assert tile(_C.hopper_plan(1003, 1001, 1032, 132)) == (False, 64, 128, 1, 2, 64)
+    assert tile(_C.hopper_plan(1000, 1001, 960, 132)) == (False, 128, 64, 1, 1, 128)  # 15 k tiles
+    assert tile(_C.hopper_plan(1000, 1001, 961, 132))[1:3] == (64, 128)  # 16 k tiles
+    assert tile(_C.hopper_plan(1003, 1001, 520, 132, out_tma=True))[1:3] == (64, 128)  # TMA-stored: no floor
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, out_tma=True))[1:3] == (64, 128)
     assert tile(_C.hopper_plan(1000, 1001, 999, 132, False))[1:3] == (128, 128)  # fp32 output: not 64-row
     assert _C.hopper_plan(1024, 1024, 1024, 132, False)["bn"] == 128  # fp32 outputs: 128-wide only
@@ -1014,9 +1020,11 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     into unsplit unclustered 64x128 plans."""
     q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma, split_sectors=0)
     q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=0)
-    # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored
+    # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored from
+    # 16 k tiles on (kMid64UnalignedRowsMinKTiles)
     assert (_C.hopper_plan(M, N, K, sms, all_widths, mid64=5, out_tma=out_tma, split_sectors=0)
-            == _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma or all_widths, split_sectors=0))
+            == _C.hopper_plan(M, N, K, sms, all_widths, mid64=1,
+                              out_tma=out_tma or (all_widths and -(-K // 64) >= 16), split_sectors=0))
     t64 = -(-M // 64) * -(-N // 128)
     eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
                 and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))

@@ -232,6 +232,12 @@ constexpr int kMid64Pairs = 2;
 // 1000x1001x1000 NN 16.1 -> 15.5, 1000x1001x999 NT 16.4 -> 16.5, NN 17.6 -> 16.8; one loss,
 // 1003x1001x520 (pairs, 9 k tiles) NT 11.3 -> 12.2, NN 12.8 -> 13.0 (benchmarks/NOTES.md).
 constexpr int kMid64UnalignedRows = 4;
+// ... and only from this many k tiles: one warpgroup copies out a 64 x 128 tile's rows where two
+// copy out a 128 x 64 tile's, a cost the mainloop hides only when it is long enough. H100
+// (2026-11-27f, 3 rounds, NT, median us, TK_HOPPER_MID64 3 / 5 / 7): 1003x1001x520 (9 k tiles)
+// 11.7 / 12.4 / 13.4; at 16 k tiles even (1000x1001x1000 15.5 / 16.2 / 15.3, 900x1001x1000
+// 14.8 / 16.0 / 15.2, 1024x1001x1000 15.8 / 16.4 / 15.3), at 32 ahead (1003x1001x2040 23.1 / 23.4 / 20.3).
+constexpr int kMid64UnalignedRowsMinKTiles = 16;
 constexpr int kMid64 = 1 | kMid64Pairs | kMid64UnalignedRows;
 // 1: unsplit 128 x 256 plans of a wave or more also run as 2-CTA clusters sharing the Y tile
 // when Y's line pitch splits sectors (as kMid64Pairs). H200 (2026-11-27, 2 rounds, NT, ms,
@@ -403,7 +409,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // 2; 512x1024x1024, 2 splits -> 64 tiles: 12.3 -> 9.3 us), not e.g. 300x200x3000 (12 tiles x
   // 11 splits -> 10 tiles).
   const int64_t tiles64 = plan_tiles(M, N, 64, 128);
-  const bool rows_fast = out_tma || ((mid64 & kMid64UnalignedRows) && all_widths);  // all_widths: a 16-bit output
+  const bool rows_fast = out_tma || ((mid64 & kMid64UnalignedRows) && all_widths &&  // all_widths: a 16-bit output
+                                     k_tiles >= kMid64UnalignedRowsMinKTiles);
   if (mid64 && rows_fast && narrow && !p.swap_ab && p.bm == 128 && p.bn == 64 && tiles64 <= num_sms &&
       (p.splits == 1 || 8 * tiles64 >= 3 * int64_t(num_sms))) {
     p.bm = 64, p.bn = 128, p.splits = 1;
