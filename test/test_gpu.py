@@ -270,6 +270,18 @@ def test_repitch_copy_then_gemm_in_order(shape):
         check(out, refs[i // 2], TOL[dtype], f"call {i}")
 
 
+@needs_hopper
+@pytest.mark.parametrize("chunks", ["1", "4"])
+def test_repitch_copy_chunks_in_child_process(chunks):
+    """The re-pitch copy with 1 or 4 16-B chunks per thread (TK_HOPPER_COPY_CHUNKS; the default, 2,
+    runs in every other test) on the tests of copied operands: odd and misaligned pitches, the
+    dependent launch after the copy, and the unaligned-row shapes (odd K and N re-pitched)."""
+    out = _pytest_child({"TK_HOPPER_COPY_CHUNKS": chunks},
+                        "test_gemm_pitch_and_alignment or test_repitch_copy_then_gemm_in_order or test_gemm_unaligned_rows")
+    m = re.search(r"\b(\d+) passed", out)
+    assert m and int(m.group(1)) >= 3 + len(UNALIGNED_ROW_SHAPES) * 4, out[-4000:]
+
+
 # ============================================================================ addmm
 
 SELF_SHAPES = {

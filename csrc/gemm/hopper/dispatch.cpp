@@ -178,7 +178,8 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const Operand A = describe_operand(a, &copies);
   const Operand B = describe_operand(b, &copies);
   if (copies.n > 0) {
-    const char* err = hopper::pad_lines_launch(copies, stream);
+    TK_KNOB int copy_chunks = env_int("TK_HOPPER_COPY_CHUNKS", hopper::kCopyChunksPerThread, 1, 4);
+    const char* err = hopper::pad_lines_launch(copies, stream, copy_chunks);
     TORCH_CHECK(err == nullptr, "tk: ", err);
   }
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);

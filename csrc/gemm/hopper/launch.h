@@ -64,8 +64,16 @@ const char* launch_family(const GemmArgs& args, void* stream);
 namespace tk::hopper {
 // Runs a call's re-pitch copies (repitch.h: one or two) as one kernel on `stream`, which lets
 // the next kernel launch early (programmatic dependent launch: the GEMM with
-// GemmArgs::dependent). nullptr on success.
-const char* pad_lines_launch(const RepitchJobs& jobs, void* stream);
+// GemmArgs::dependent). chunks_per_thread: 16-B chunks per thread and pass, 1, 2 or 4 (all of
+// a thread's loads in flight before its stores; fewer blocks). nullptr on success.
+const char* pad_lines_launch(const RepitchJobs& jobs, void* stream, int chunks_per_thread);
+// Chunks per thread by default (TK_HOPPER_COPY_CHUNKS=1|2|4 for A/B). One chunk per thread ran
+// 48-register threads, 5 blocks of 256 per SM: 1000x1001x999's 1000 blocks took 1.5 waves. Two
+// run 500 blocks of 40-register threads, one wave. H100 (2026-11-27f, 3 rounds, ms, 1 / 2 / 4):
+// 1000x1001x999 NN 0.0178 / 0.0172 / 0.0169, NT 0.0171 / 0.0165 / 0.0164, 4097^3 NN 0.311 /
+// 0.305 / 0.302, 4095^3 NN 0.263 / 0.254 / 0.256, 8192x8192x8191 NN 1.591 / 1.543 / 1.656
+// (benchmarks/NOTES.md).
+constexpr int kCopyChunksPerThread = 2;
 }  // namespace tk::hopper
 
 namespace tk::hopper {

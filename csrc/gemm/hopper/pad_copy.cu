@@ -1,8 +1,9 @@
 // Pitch-aligning copy of a 16-bit operand whose line pitch TMA cannot describe (a pitch that is
 // not a multiple of 16 B, e.g. 8191 columns): dst line l = src line l, zero-padded to ld_dst.
-// Each thread writes one aligned 16-B chunk (8 elements) and reads the (possibly unaligned) 16
-// source bytes as one or two aligned 16-B vectors joined by funnel shifts, so the copy runs at
-// vector width instead of element width. Reads never leave the 16-B granules holding valid data.
+// Each thread writes aligned 16-B chunks (8 elements; 1, 2 or 4 per pass, launch.h
+// kCopyChunksPerThread) and reads each chunk's (possibly unaligned) 16 source bytes as one or two
+// aligned 16-B vectors joined by funnel shifts, so the copy runs at vector width instead of
+// element width. Reads never leave the 16-B granules holding valid data.
 #include <cuda_runtime.h>
 #include <cstdint>
 #include "../../kittens/common/halfword_window.h"
@@ -17,6 +18,51 @@ struct PadJobs {
   unsigned split;
 };
 
+// One 16-B destination chunk: its line l and first element e0; the source's 16-B granules read up front
+// (v[0], v[1]) so that a thread's chunks all have their loads in flight before the first store.
+template <typename Idx>
+struct Chunk {
+  Idx l, e0;  // uint32_t below 2^31 chunks per copy (fewer registers), else int64_t
+  int n;      // valid source elements (<= 0: the chunk is all padding)
+  int shift;  // bytes from the granule's start to the chunk's first source element
+  uint4 v[2];
+};
+
+template <typename Idx>
+__device__ __forceinline__ void chunk_load(Chunk<Idx>& c, const uint16_t* __restrict__ src, int64_t ld_src, int64_t inner) {
+  c.v[0] = c.v[1] = make_uint4(0, 0, 0, 0);
+  c.n = inner - int64_t(c.e0) < 8 ? int(inner - int64_t(c.e0)) : 8;
+  c.shift = 0;
+  if (c.n <= 0) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(src + int64_t(c.l) * ld_src + c.e0);
+  const uintptr_t base = a & ~uintptr_t(15);
+  c.shift = int(a - base);  // even
+  c.v[0] = *reinterpret_cast<const uint4*>(base);
+  if (a + 2 * c.n > base + 16) c.v[1] = *reinterpret_cast<const uint4*>(base + 16);  // the last valid byte lies in the next granule
+}
+
+template <typename Idx>
+__device__ __forceinline__ void chunk_store(const Chunk<Idx>& c, uint16_t* __restrict__ dst, int64_t ld_dst) {
+  uint4 out = make_uint4(0, 0, 0, 0);
+  if (c.n > 0) {
+    const uint32_t w[8] = {c.v[0].x, c.v[0].y, c.v[0].z, c.v[0].w, c.v[1].x, c.v[1].y, c.v[1].z, c.v[1].w};
+    const kittens::Words4 o = kittens::halfword_window(w, c.shift / 2);
+    out = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
+    if (c.n < 8) {  // zero the pad elements (they are never read through the descriptor)
+      uint32_t* ow = reinterpret_cast<uint32_t*>(&out);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (2 * j >= c.n) ow[j] = 0;
+        else if (2 * j + 1 >= c.n) ow[j] &= 0xffffu;
+      }
+    }
+  }
+  *reinterpret_cast<uint4*>(dst + int64_t(c.l) * ld_dst + c.e0) = out;
+}
+
+// Each thread copies U chunks per pass, blockDim apart within its block's span of U * blockDim
+// (consecutive threads, consecutive chunks: coalesced), all U loads issued before the stores.
+template <typename Idx, int U>
 __global__ void pad_lines_kernel(const PadJobs jobs) {
   const bool second = blockIdx.x >= jobs.split;
   // Field-wise selects with constant indices: indexing the parameter array by `second` put a copy
@@ -30,37 +76,21 @@ __global__ void pad_lines_kernel(const PadJobs jobs) {
   const int64_t ld_src = j.ld_src, ld_dst = j.ld_dst, inner = j.inner;
   const unsigned block = second ? blockIdx.x - jobs.split : blockIdx.x;
   const unsigned blocks = second ? gridDim.x - jobs.split : jobs.split;
-  const int64_t chunks_per_line = ld_dst / 8;
-  const int64_t total = j.lines * chunks_per_line;
-  for (int64_t i = block * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(blocks) * blockDim.x) {
-    const int64_t l = i / chunks_per_line, q = i - l * chunks_per_line;
-    const int64_t e0 = q * 8;
-    uint4 out = make_uint4(0, 0, 0, 0);
-    if (e0 < inner) {
-      const int64_t n = inner - e0 < 8 ? inner - e0 : 8;  // valid elements in this chunk
-      const uintptr_t a = reinterpret_cast<uintptr_t>(src + l * ld_src + e0);
-      const uintptr_t base = a & ~uintptr_t(15);
-      const int shift = int(a - base);  // even
-      uint32_t w[8];
-      const uint4 v0 = *reinterpret_cast<const uint4*>(base);
-      w[0] = v0.x, w[1] = v0.y, w[2] = v0.z, w[3] = v0.w;
-      w[4] = w[5] = w[6] = w[7] = 0;
-      if (a + 2 * n > base + 16) {  // the chunk's last valid byte lies in the next granule
-        const uint4 v1 = *reinterpret_cast<const uint4*>(base + 16);
-        w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
-      }
-      const kittens::Words4 o = kittens::halfword_window(w, shift / 2);
-      out = make_uint4(o.w[0], o.w[1], o.w[2], o.w[3]);
-      if (n < 8) {  // zero the pad elements (they are never read through the descriptor)
-        uint32_t* o = reinterpret_cast<uint32_t*>(&out);
+  const Idx chunks_per_line = Idx(ld_dst / 8);
+  const Idx total = Idx(j.lines) * chunks_per_line;
+  const Idx span = Idx(blockDim.x) * U;
+  for (Idx first = Idx(block) * span + threadIdx.x; first < total; first += Idx(blocks) * span) {
+    Chunk<Idx> c[U];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (2 * j >= n) o[j] = 0;
-          else if (2 * j + 1 >= n) o[j] &= 0xffffu;
-        }
-      }
+    for (int u = 0; u < U; ++u) {
+      const Idx i = first + Idx(u) * blockDim.x;
+      c[u].l = i / chunks_per_line;
+      c[u].e0 = (i - c[u].l * chunks_per_line) * 8;
+      if (i < total) chunk_load(c[u], src, ld_src, inner);
     }
-    *reinterpret_cast<uint4*>(dst + l * ld_dst + e0) = out;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (first + Idx(u) * blockDim.x < total) chunk_store(c[u], dst, ld_dst);
   }
   // Once every block got here, the GEMM launched after this kernel (programmatic dependent
   // launch) may start its prologue on the SMs the copy frees; it waits (griddepcontrol.wait) for
@@ -71,8 +101,11 @@ __global__ void pad_lines_kernel(const PadJobs jobs) {
 
 }  // namespace
 
-const char* pad_lines_launch(const RepitchJobs& jobs, void* stream) {
+const char* pad_lines_launch(const RepitchJobs& jobs, void* stream, int chunks_per_thread) {
   if (jobs.n < 1 || jobs.n > 2) return "pad_lines: one or two copies per launch";
+  bool wide = false;  // 64-bit chunk indices (and one chunk per thread) from 2^31 chunks per copy on
+  for (int i = 0; i < jobs.n; ++i) wide = wide || jobs.job[i].lines * (jobs.job[i].ld_dst / 8) >= (int64_t(1) << 31);
+  const int U = !wide && (chunks_per_thread == 2 || chunks_per_thread == 4) ? chunks_per_thread : 1;
   PadJobs p{};
   unsigned blocks[2] = {0, 0};
   for (int i = 0; i < jobs.n; ++i) {
@@ -81,11 +114,17 @@ const char* pad_lines_launch(const RepitchJobs& jobs, void* stream) {
         reinterpret_cast<uintptr_t>(j.src) % 2 != 0 || j.inner > j.ld_dst || j.lines < 1 || j.inner < 1)
       return "pad_lines: bad arguments";
     p.job[i] = j;
-    const int64_t total = j.lines * (j.ld_dst / 8);  // 16-B chunks, one per thread and pass
-    blocks[i] = unsigned(total / 256 + 1 < 65535 * 4 ? total / 256 + 1 : 65535 * 4);
+    const int64_t total = j.lines * (j.ld_dst / 8);  // 16-B chunks, U per thread and pass
+    const int64_t need = total / (256 * U) + 1;
+    blocks[i] = unsigned(need < 65535 * 4 ? need : 65535 * 4);
   }
   p.split = blocks[0];
-  pad_lines_kernel<<<blocks[0] + blocks[1], 256, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  const unsigned grid = blocks[0] + blocks[1];
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (wide) pad_lines_kernel<int64_t, 1><<<grid, 256, 0, s>>>(p);
+  else if (U == 4) pad_lines_kernel<uint32_t, 4><<<grid, 256, 0, s>>>(p);
+  else if (U == 2) pad_lines_kernel<uint32_t, 2><<<grid, 256, 0, s>>>(p);
+  else pad_lines_kernel<uint32_t, 1><<<grid, 256, 0, s>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
