@@ -22,6 +22,9 @@ times ours and the baseline back to back, alternating which goes first, with
 triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
 CUDA-event median with an L2 flush before each call. The reported time of each op is the median
 over rounds. Correctness of ours is checked once per case against torch.mm on fp32-upcast inputs.
+While each op is timed, benchmarks/gpu_sampler.py samples the GPU's SM clock, power and temperature
+(nvidia-smi, every 20 ms); the JSON keeps their means per case and op (ours_sm_mhz, torch_sm_mhz, ...;
+None without nvidia-smi) and the table shows the clocks: at a power cap they move the ratios.
 --triton also times torch.compile(mode="max-autotune-no-cudagraphs") of the same matmul with
 Inductor's GEMM backends limited to its Triton templates (max_autotune_gemm_backends="TRITON": with
 the default "ATEN,TRITON" the column would be cuBLAS whenever cuBLAS wins the autotuning), compiled
@@ -34,6 +37,7 @@ a table is printed last (and written as markdown with --md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -249,7 +253,7 @@ def triton_mm():
     return torch.compile(lambda x, y: torch.mm(x, y), mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
-def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, bw, with_triton):
+def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, bw, with_triton, sampler=None, key=""):
     dtype = DTYPES[dtype_name]
     rec = {"suite": suite, "M": M, "N": N, "K": K, "layout": layout, "dtype": dtype_name}
     a, b = make_inputs(M, N, K, layout, dtype, gen)
@@ -295,7 +299,8 @@ def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, b
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]  # rotate who goes first
         for name in order:
-            times[name].append(bench(fns[name]))
+            with sampler.window(f"{key}:{name}") if sampler else contextlib.nullcontext():
+                times[name].append(bench(fns[name]))
     flop = 2.0 * M * N * K
     for name, ts in times.items():
         rec[f"{name}_ms_rounds"] = ts
@@ -342,6 +347,8 @@ COLS = [
     ("roofline", lambda r: f"{100 * r['ours_roofline_frac']:.0f}% (torch {100 * r['torch_roofline_frac']:.0f}%)"
      if "ours_roofline_frac" in r else "-"),
     ("rel err", lambda r: f"{r['rel_err_vs_fp32']:.1e}" if "rel_err_vs_fp32" in r else "-"),
+    ("SM MHz ours/torch", lambda r: f"{r['ours_sm_mhz']:.0f}/{r['torch_sm_mhz']:.0f}"
+     if r.get("ours_sm_mhz") is not None and r.get("torch_sm_mhz") is not None else "-"),
     ("plan", lambda r: _plan_text(r)),
     ("note", lambda r: ("" if r.get("hopper_ran", True) else "NOT HOPPER ") + r.get("error", "")[:60]),
 ]
@@ -388,6 +395,34 @@ def print_table(results, md=None):
                 if "triton_geomean" in g:
                     f.write(f"- {suite}: geomean ours/triton **{g['triton_geomean']:.3f}**, worst {g['triton_min']:.3f} "
                             f"({g['triton_n']} cases)\n")
+
+
+def make_sampler(props, dev):
+    """GpuSampler on this process's CUDA device: nvidia-smi selects it by UUID (CUDA's device
+    index need not be nvidia-smi's), else by the device index."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path (tests)
+    from gpu_sampler import GpuSampler
+
+    uuid = getattr(props, "uuid", None)
+    if uuid is not None:
+        s = GpuSampler(f"GPU-{uuid}")
+        time.sleep(0.3)  # a bad selector makes nvidia-smi exit at once
+        if s.enabled:
+            return s
+        s.close()
+    return GpuSampler(str(dev))
+
+
+def add_clocks(results, sampler):
+    """Per case and op, the mean SM clock / power / temperature while it was timed (None if no sample)."""
+    time.sleep(0.1)  # the last samples
+    sampler.close()
+    for i, rec in enumerate(results):
+        for name in ("ours", "torch", "triton"):
+            if f"{name}_ms" in rec:
+                m = sampler.means(f"{i}:{name}")
+                rec[f"{name}_sm_mhz"], rec[f"{name}_watts"] = m["sm_mhz"], m["watts"]
+                rec[f"{name}_temp_c"], rec[f"{name}_clock_samples"] = m["temp_c"], m["samples"]
 
 
 def main(argv=None):
@@ -446,6 +481,8 @@ def main(argv=None):
     if not meta["hopper_available"]:
         print("# WARNING: the Hopper kernel is not available here: 'ours' is the fallback path", file=sys.stderr)
 
+    sampler = make_sampler(props, dev)
+    meta["gpu_sampler"] = "nvidia-smi -lms 20 (benchmarks/gpu_sampler.py)" if sampler.enabled else "off"
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1234)
     torch_tk.reset_kernel_counters()
@@ -455,7 +492,7 @@ def main(argv=None):
         for suite, (M, N, K), layout in cases:
             try:
                 rec = run_case(torch_tk, bench, suite, M, N, K, layout, dname, args.rounds, gen,
-                               bw if suite == "skinny" else None, args.triton)
+                               bw if suite == "skinny" else None, args.triton, sampler, str(len(results)))
             except Exception as e:  # noqa: BLE001 - record and go on
                 rec = {"suite": suite, "M": M, "N": N, "K": K, "layout": layout, "dtype": dname,
                        "error": f"{type(e).__name__}: {e}"}
@@ -464,6 +501,7 @@ def main(argv=None):
             print(line, flush=True)
             torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
+    add_clocks(results, sampler)
     meta["kernel_counters_total"] = dict(torch_tk.kernel_counters())
     meta["fallback_reasons"] = list(torch_tk.fallback_reasons())
     meta["geomeans"] = geomeans(results)
