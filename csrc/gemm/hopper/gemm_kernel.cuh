@@ -451,8 +451,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         const int cs = cw * L::STRIPS + st;
         // 256-row tiles: the tile decoded again from its id (unsplit: a few integer ops) rather
         // than kept in registers across the mainloop beside 192 accumulators (it spilled).
-        const WorkUnit wt = L::BM == 256 ? WorkUnit{grouped_tile(unit_u, grid_const(0), grid_const(1), group), 0} : w;
-        const int row0 = (wt.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = wt.tile.n * L::BN;
+        int row0, n0;
+        if constexpr (L::BM == 256) {
+          const auto tile = grouped_tile(unit_u, grid_const(0), grid_const(1), group);
+          row0 = tile.m * L::BM + cs * 64, n0 = tile.n * L::BN;
+        } else {
+          row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
+        }
         float(&acc)[L::BN / 2] = accs[st];
         uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
         uint32_t my_staging_s = smem_u32(my_staging);
