@@ -971,23 +971,38 @@ def test_gemm_bn144(shape, layout, dtype):
     _check_gemm_and_addmm(shape, layout, dtype, "bn144")
 
 
+def _forced_tile_params(shapes):
+    """needs_hopper and the dtype x layout x shape grid of the forced-tile tests."""
+    def deco(fn):
+        fn = pytest.mark.parametrize("shape", shapes, ids=lambda s: "x".join(map(str, s)))(fn)
+        fn = pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)(fn)
+        fn = pytest.mark.parametrize("dtype", LOWP, ids=_dt)(fn)
+        return needs_hopper(fn)
+    return deco
+
+
+def _forced_tile_case(forced, child_test, shape, layout, dtype, want, what, min_units=0):
+    """One case of a forced-tile test (TK_HOPPER_TILE=`forced`, set by the child process that
+    `child_test` starts; skipped elsewhere): the dispatcher's plan has the `want` fields (and at
+    least `min_units` units), then gemm and addmm against the float64 reference."""
+    if os.environ.get("TK_HOPPER_TILE") != forced:
+        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={forced} ({child_test})")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    assert {k: plan[k] for k in want} == want and plan["units"] >= min_units, plan
+    _check_gemm_and_addmm(shape, layout, dtype, what)
+
+
 _FORCED_144 = "0:128:144:1:1"
 
 
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(500, 8200, 520), (250, 14330, 1000)], ids=lambda s: "x".join(map(str, s)))
+@_forced_tile_params([(500, 8200, 520), (250, 14330, 1000)])
 def test_gemm_bn144_many_units(shape, layout, dtype):
     """128x144 tiles forced (TK_HOPPER_TILE; test_bn144_forced_in_child_process runs this under
     it) where the planner would not take them: 228 / 200 units on <= 132 CTAs (the dynamic
     schedule: a CTA's second unit reuses the staging buffers), N tails (8200, 14330: odd pitch)."""
-    if os.environ.get("TK_HOPPER_TILE") != _FORCED_144:
-        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={_FORCED_144} (test_bn144_forced_in_child_process)")
-    M, N, K = shape
-    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    assert (plan["swap_ab"], plan["bn"], plan["dynamic"]) == (False, 144, True) and plan["units"] > 132, plan
-    _check_gemm_and_addmm(shape, layout, dtype, "bn144 forced")
+    _forced_tile_case(_FORCED_144, "test_bn144_forced_in_child_process", shape, layout, dtype,
+                      {"swap_ab": False, "bn": 144, "dynamic": True}, "bn144 forced", min_units=133)
 
 
 @needs_hopper
@@ -1000,11 +1015,7 @@ def test_bn144_forced_in_child_process():
 _FORCED_224 = "0:128:224:1:1"
 
 
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(256, 14336, 4096), (200, 14330, 1000), (500, 8200, 520), (130, 2000, 72)],
-                         ids=lambda s: "x".join(map(str, s)))
+@_forced_tile_params([(256, 14336, 4096), (200, 14330, 1000), (500, 8200, 520), (130, 2000, 72)])
 def test_gemm_bn224_forced(shape, layout, dtype):
     """Unswapped 128x224 tiles (plan.h kOddWidths bit 2) forced by TK_HOPPER_TILE (test_bn224_in_child_process
     runs this under it; other layouts than a column-major B get other plans, checked all the same):
@@ -1012,12 +1023,8 @@ def test_gemm_bn224_forced(shape, layout, dtype):
     32-column last one copied out by rows; an odd output pitch and an M tail (200x14330: the last
     tile 214 columns wide), 148 units on <= 132 CTAs (the dynamic schedule), a K tail of one
     partial k tile (72), plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_TILE") != _FORCED_224:
-        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={_FORCED_224} (test_bn224_in_child_process)")
-    M, N, K = shape
-    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
-    assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (False, 224, 1), plan
-    _check_gemm_and_addmm(shape, layout, dtype, "bn224 forced")
+    _forced_tile_case(_FORCED_224, "test_bn224_in_child_process", shape, layout, dtype,
+                      {"swap_ab": False, "bn": 224, "splits": 1}, "bn224 forced")
 
 
 @needs_hopper
@@ -1030,11 +1037,7 @@ def test_bn224_in_child_process():
 _FORCED_256 = "0:256:192:1:1"
 
 
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(2049, 4100, 72), (520, 8200, 4096), (300, 1001, 999), (1000, 2000, 1000)],
-                         ids=lambda s: "x".join(map(str, s)))
+@_forced_tile_params([(2049, 4100, 72), (520, 8200, 4096), (300, 1001, 999), (1000, 2000, 1000)])
 def test_gemm_bm256_forced(shape, layout, dtype):
     """256x192 tiles (experiment: gemm_layout BM_ = 256, two consumer warpgroups of two 64-row
     strips each, 192 accumulators per thread) forced by TK_HOPPER_TILE (test_bm256_in_child_process
@@ -1042,12 +1045,8 @@ def test_gemm_bm256_forced(shape, layout, dtype):
     (2049x4100x72: the dynamic schedule, a strip's single staging buffer reused across units), a
     wave of 129 units at K = 4096, an odd output pitch and odd K (300x1001x999: the re-pitch copy
     and the staged copy-out of both strips), M / N tails; plain GEMM and addmm terms."""
-    if os.environ.get("TK_HOPPER_TILE") != _FORCED_256:
-        pytest.skip(f"runs in a child process with TK_HOPPER_TILE={_FORCED_256} (test_bm256_in_child_process)")
-    M, N, K = shape
-    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["wg_rows"]) == (False, 256, 192, 1, 128), plan
-    _check_gemm_and_addmm(shape, layout, dtype, "bm256 forced")
+    _forced_tile_case(_FORCED_256, "test_bm256_in_child_process", shape, layout, dtype,
+                      {"swap_ab": False, "bm": 256, "bn": 192, "splits": 1, "wg_rows": 128}, "bm256 forced")
 
 
 @needs_hopper
