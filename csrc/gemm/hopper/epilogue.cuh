@@ -88,7 +88,6 @@ __device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
   }
 }
 
-// Consumer warpgroup epilogue of one work unit: acc (this warpgroup's 64 x BN strip) -> global.
 // The epilogue's thread index in the 256-row kernels (gemm_layout BM_ = 256: 192 accumulators per
 // thread), read opaquely at each use so that ptxas cannot hoist the lane-derived staging offsets
 // to the kernel's start and keep them live across the mainloop (they spilled). Call sites select it
@@ -100,17 +99,7 @@ __device__ __forceinline__ int opaque_thread_in_warpgroup() {
   return int(x % kWarpgroupThreads);
 }
 
-template <class L>
-__device__ __forceinline__ int epi_thread() {
-  if constexpr (L::BM == 256) {
-    uint32_t x;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
-    return int(x % kWarpgroupThreads);
-  } else {
-    return thread_in_warpgroup();
-  }
-}
-
+// Consumer warpgroup epilogue of one work unit: acc (this warpgroup's 64 x BN strip) -> global.
 template <class L, int R>
 __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue<typename L::out_t>& ep, int row0,
                                            int n0, int M, int N, int split, bool partial) {
