@@ -6,5 +6,5 @@ set -uo pipefail
 for c in ${AB_CASES:?AB_CASES: space list of SHAPE:TILE,...}; do
   shape=${c%%:*} tiles=${c#*:} settings=""
   for t in ${tiles//,/ }; do [ "$t" = - ] && settings+=" -" || settings+=" TK_HOPPER_TILE=$t"; done
-  AB_SHAPES=$shape AB_SETTINGS="$settings" OUT=${OUT:-/tmp/tk_ab}/${shape} bash "$(dirname "$0")/ab_knob.sh" | tail -1
+  AB_SHAPES=$shape AB_SETTINGS="$settings" OUT=${OUT:-/tmp/tk_ab}/${shape} bash "$(dirname "$0")/ab_knob.sh" | sed -n "/^== per shape/,\$p" | tail -n +2
 done
