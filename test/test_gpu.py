@@ -1034,28 +1034,6 @@ def test_bn224_in_child_process():
     assert re.search(r"\b32 passed", out), out[-4000:]
 
 
-_FORCED_256 = "0:256:192:1:1"
-
-
-@_forced_tile_params([(2049, 4100, 72), (520, 8200, 4096), (300, 1001, 999), (1000, 2000, 1000)])
-def test_gemm_bm256_forced(shape, layout, dtype):
-    """256x192 tiles (experiment: gemm_layout BM_ = 256, two consumer warpgroups of two 64-row
-    strips each, 192 accumulators per thread) forced by TK_HOPPER_TILE (test_bm256_in_child_process
-    runs this under it), in every layout: 198 units on <= 132 CTAs with a one-partial-k-tile K
-    (2049x4100x72: the dynamic schedule, a strip's single staging buffer reused across units), a
-    wave of 129 units at K = 4096, an odd output pitch and odd K (300x1001x999: the re-pitch copy
-    and the staged copy-out of both strips), M / N tails; plain GEMM and addmm terms."""
-    _forced_tile_case(_FORCED_256, "test_bm256_in_child_process", shape, layout, dtype,
-                      {"swap_ab": False, "bm": 256, "bn": 192, "splits": 1, "wg_rows": 128}, "bm256 forced")
-
-
-@needs_hopper
-def test_bm256_in_child_process():
-    """The 256x192 kernels (TK_HOPPER_TILE forces the tile)."""
-    out = _pytest_child({"TK_HOPPER_TILE": _FORCED_256}, "test_gemm_bm256_forced", timeout=400)
-    assert re.search(r"\b32 passed", out), out[-4000:]
-
-
 @needs_hopper
 def test_ring_staging_in_child_process():
     """The one-warpgroup 128x128 kernels with the epilogue's staging boxes in the stage ring (7

@@ -88,24 +88,12 @@ __device__ __forceinline__ void store_pair(OutT* p, float v0, float v1) {
   }
 }
 
-// The epilogue's thread index in the 256-row kernels (gemm_layout BM_ = 256: 192 accumulators per
-// thread), read opaquely at each use so that ptxas cannot hoist the lane-derived staging offsets
-// to the kernel's start and keep them live across the mainloop (they spilled). Call sites select it
-// by TK_EPI_THREAD, a constant ternary: a template wrapper around the plain index changed the
-// 128 x 256 kernels' register allocation (36 B of spills).
-__device__ __forceinline__ int opaque_thread_in_warpgroup() {
-  uint32_t x;
-  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
-  return int(x % kWarpgroupThreads);
-}
-#define TK_EPI_THREAD(L) (L::BM == 256 ? opaque_thread_in_warpgroup() : thread_in_warpgroup())
-
 // Consumer warpgroup epilogue of one work unit: acc (this warpgroup's 64 x BN strip) -> global.
 template <class L, int R>
 __device__ __forceinline__ void store_unit(const float (&acc)[R], const Epilogue<typename L::out_t>& ep, int row0,
                                            int n0, int M, int N, int split, bool partial) {
   using OutT = typename L::out_t;
-  const int t = TK_EPI_THREAD(L);
+  const int t = thread_in_warpgroup();
   // (row * o_s0 + even col) is 2-element aligned when the columns are contiguous and o_s0 even.
   const bool pair_ok = ep.o_s1 == 1 && (ep.o_s0 % 2) == 0;
 #pragma unroll
@@ -262,7 +250,7 @@ __device__ __forceinline__ void stage_round_impl(const float (&acc)[R], const Ep
   // A narrow last round (gemm_layout::kPartialRound) holds LAST_COLS columns: fewer registers.
   constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
   constexpr int kEndReg = kNarrow ? L::BN / 2 : (H + 1) * L::STORE_COLS / 2;
-  const int t = TK_EPI_THREAD(L);
+  const int t = thread_in_warpgroup();
   const auto c = c_rows<kMode == kEpAffine>(ep, t, row0, M);
   if constexpr (kStm && !kNarrow) {
     // 4 stmatrix.x4 per thread and round instead of 16 (or 32) shared stores
@@ -296,7 +284,7 @@ __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogu
 template <class L, int H, bool kT, class Fill>
 __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
                                           Fill&& fill, int xp = 0, const EpiMarks* marks = nullptr) {
-  const int t = TK_EPI_THREAD(L);
+  const int t = thread_in_warpgroup();
   constexpr int kBuffers = L::STAGING_BUFFERS;
   const uint32_t buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
   // This buffer is free once the store issued from it kBuffers rounds ago has read it: all store
@@ -373,7 +361,7 @@ template <class L, int kFrom, int R, int W>
 __device__ __forceinline__ void pack_pairs(const float (&acc)[R], uint32_t (&words)[W],
                                            const Epilogue<typename L::out_t>& ep, int row0, int n0, int M, int N) {
   static_assert(kFrom + 2 * W <= R, "pairs inside the strip");
-  const int t = TK_EPI_THREAD(L);
+  const int t = thread_in_warpgroup();
   if (ep_light<L>(ep)) {
     const auto c = c_rows<false>(ep, t, row0, M);
 #pragma unroll
@@ -399,7 +387,7 @@ __device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held
 template <class L, int H, bool kT, int W>
 __device__ __forceinline__ void sts_held(uint32_t stage_base, const uint32_t (&held)[W]) {
   static_assert(L::STORE_COLS == 64, "stmatrix_round covers 64 columns");
-  stmatrix_round<kT, (H - L::FIRST_HELD_ROUND) * L::STORE_COLS / 4>(stage_base, TK_EPI_THREAD(L), held);
+  stmatrix_round<kT, (H - L::FIRST_HELD_ROUND) * L::STORE_COLS / 4>(stage_base, thread_in_warpgroup(), held);
 }
 
 // Stores round h (runtime, < STORE_ROUNDS) of the held strip: template-unrolled so that every
@@ -438,7 +426,7 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
                                                    bool vec) {
   using OutT = typename L::out_t;
   constexpr int kCols = L::kPartialRound && H == L::STORE_ROUNDS - 1 ? L::LAST_COLS : L::STORE_COLS;
-  const int t = TK_EPI_THREAD(L);
+  const int t = thread_in_warpgroup();
   const uint32_t stage_base = staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES;
   // (Likewise with a single buffer, e.g. TK_STAGING_BUFFERS_256=1: round H rewrites what round
   // H - 1 copied out.)
@@ -519,7 +507,7 @@ __device__ __forceinline__ void store_packed_round(const uint32_t (&packed)[W], 
   static_assert(P0 + L::STORE_COLS / 4 <= W, "one round's pairs");
   tma_round<L, H, kT>(
       tm_out, staging, row0, n0, cw,
-      [&](uint32_t base) { stmatrix_round<kT, P0>(base, TK_EPI_THREAD(L), packed); }, epi_xp(ep.experiment),
+      [&](uint32_t base) { stmatrix_round<kT, P0>(base, thread_in_warpgroup(), packed); }, epi_xp(ep.experiment),
       marks);
 }
 

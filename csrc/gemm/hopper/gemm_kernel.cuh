@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
       // its 64-bit division helper once the deferred epilogue's registers were live; since
       // 2026-11-25f split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
-      if ((L::BM == 64 && !TK_BM64_SPLIT) || L::BM == 256 || splits == 1) {  // 256-row tiles never split (launch_impl.cuh)
+      if ((L::BM == 64 && !TK_BM64_SPLIT) || splits == 1) {
         w = WorkUnit{grouped_tile(u, grid_const(0), grid_const(1), group), 0};
         kr = KRange{0, grid_const(3)};
       } else {
@@ -390,10 +390,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // accumulators one too few, and ptxas kept it on the stack (20 B of spills).
     const uint32_t unit_slot = smem_u32(grid_consts + 4 + (threadIdx.x / 32 - 4));
     auto stash_unit = [&](int v) {
-      if constexpr (L::EARLY_KTILES > 0 || L::BM == 256) asm volatile("st.shared.b32 [%0], %1;" ::"r"(unit_slot), "r"(v) : "memory");
+      if constexpr (L::EARLY_KTILES > 0) asm volatile("st.shared.b32 [%0], %1;" ::"r"(unit_slot), "r"(v) : "memory");
     };
     auto unstash_unit = [&](int v) {
-      if constexpr (L::EARLY_KTILES > 0 || L::BM == 256) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
+      if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
       return v;
     };
     int u = first_unit;
@@ -449,15 +449,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
       for (int st = 0; st < L::STRIPS; ++st) {
         const int cs = cw * L::STRIPS + st;
-        // 256-row tiles: the tile decoded again from its id (unsplit: a few integer ops) rather
-        // than kept in registers across the mainloop beside 192 accumulators (it spilled).
-        int row0, n0;
-        if constexpr (L::BM == 256) {
-          const auto tile = grouped_tile(unit_u, grid_const(0), grid_const(1), group);
-          row0 = tile.m * L::BM + cs * 64, n0 = tile.n * L::BN;
-        } else {
-          row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
-        }
+        const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
         float(&acc)[L::BN / 2] = accs[st];
         uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
         uint32_t my_staging_s = smem_u32(my_staging);

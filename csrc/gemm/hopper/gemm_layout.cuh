@@ -21,10 +21,6 @@ using namespace kittens::hopper;
 // WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
 // (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
 // k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
-// BM_ = 256 (experiment, TK_HOPPER_TILE=0:256:192:1:1): two consumer warpgroups of two 64-row
-// strips each (WG_ROWS_ = 128), 192 columns: 57 KB of operands per 1536 tensor cycles (37 B per
-// cycle, 128 x 256 lands 47 near the ~50 B per cycle per-SM limit, benchmarks/NOTES.md 2026-11-27g);
-// 192 accumulators per thread, so setmaxnreg 24 / 240 and one staging buffer per strip (3 stages).
 // RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6).
@@ -35,10 +31,8 @@ struct gemm_layout {
   using out_t = OutT;
   static constexpr bool kAMn = XMn, kBMn = YMn, kStreamK = STREAM_K_;
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
-  static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_) || (BM_ == 256 && WG_ROWS_ == 128 && CLUSTER_ == 1),
-                "64-row tiles: no stream-K tail; 256-row tiles: two-strip warpgroups, unclustered");
-  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && (BM_ == 128 || BM_ == 256) && !STREAM_K_),
-                "two strips: 128- or 256-row tiles only");
+  static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
+  static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
   static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
   static constexpr bool kRingStaging = RING_STAGING_;
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
@@ -92,10 +86,7 @@ struct gemm_layout {
   // same in every unit -- with 2 the next unit's round 0 would reuse the buffer of round 2, whose
   // store may still be reading it (tma_round waits for all but the newest buffers - 1 stores;
   // store_unit_tma asserts the multiple).
-  static constexpr int STAGING_BUFFERS = BM_ == 256                  ? 1
-                                        : (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256
-                                        : STORE_ROUNDS == 3          ? 3
-                                                                     : 2;
+  static constexpr int STAGING_BUFFERS = (BM_ == 128 && BN_ == 256) ? TK_STAGING_BUFFERS_256 : STORE_ROUNDS == 3 ? 3 : 2;
   static constexpr int STRIP_STAGING_BYTES = kTmaStore ? STAGING_BUFFERS * STAGING_BUFFER_BYTES : 0;  // per 64-row strip
   static constexpr int STAGING_BYTES = RING_STAGING_ ? 0 : CONSUMERS * STRIPS * STRIP_STAGING_BYTES;  // beside the ring
   // Deferred epilogue (epilogue.cuh pack_unit): the last HELD_ROUNDS rounds of a unit wait in
@@ -135,7 +126,7 @@ struct gemm_layout {
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16 + CONSUMERS * 4 * 4;  // + the unit-grid constants, a unit id per consumer warp
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  static constexpr int PRODUCER_REGS = BM_ == 256 ? 24 : 40, CONSUMER_REGS = BM_ == 256 ? 240 : 232;  // setmaxnreg budgets
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
   // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a

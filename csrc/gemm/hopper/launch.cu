@@ -32,11 +32,7 @@ template <typename T>
 const char* by_tile(const GemmArgs& g, void* s) {
   if (g.plan.bm == 64) return by_width<T, T, 64>(g, s);
   if (g.plan.bm == 128) return by_width<T, T, 128>(g, s);
-  if (g.plan.bm == 256) {  // experiment: 256 x 192 only (gemm_layout BM_ = 256)
-    if (g.plan.bn != 192) return "256-row tiles are built 192 columns wide only";
-    return launch_family<T, T, 192, 256>(g, s);
-  }
-  return "plan.bm must be 64, 128 or 256";
+  return "plan.bm must be 64 or 128";
 }
 }  // namespace
 

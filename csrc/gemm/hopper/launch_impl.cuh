@@ -299,15 +299,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
-  if constexpr (BM == 256) {  // experiment (gemm_layout): 256 x 192, unclustered, two strips per warpgroup
-    if constexpr (BN != 192) {
-      return "256-row tiles are built 192 columns wide only";
-    } else {
-      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0 || g.plan.splits != 1 || g.plan.wg_rows != 128)
-        return "256-row tiles: unclustered, unsplit, two strips per consumer warpgroup";
-      return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, 192, 1, false, 256, 128>>(g, op, s);
-    }
-  } else if constexpr (BM == 64) {
+  if constexpr (BM == 64) {
     if (g.plan.sk_tiles > 0) return "64-row tiles run without a stream-K tail";
     if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 64>>(g, op, s);
     if (g.plan.cluster != 1) return "no such clustered kernel";

@@ -47,7 +47,7 @@ struct GemmPlan {
   int sk_parts;  // CTAs the tail's k iterations are dealt to; 0: all (grid)
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
-  int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips; bm 256: two)
+  int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
 };
 
 constexpr int kPlanBK = 64;
@@ -68,8 +68,6 @@ inline bool odd_width(int bn) { return bn == 144 || bn == 160 || bn == 224; }
 // K-major).
 inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
   const bool odd = odd_width(t.bn) && t.cluster == 1 && (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
-  // 256 x 192 (experiment, gemm_layout BM_ = 256): unswapped, unsplit, unclustered only.
-  if (t.bm == 256) return t.bn == 192 && !t.swap_ab && t.splits == 1 && t.cluster == 1 && all_widths;
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 || odd);
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
@@ -473,7 +471,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
       !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
-  if (p.bm == 256) p.wg_rows = 128;  // two consumer warpgroups of two 64-row strips (forced tiles only)
   return p;
 }
 
