@@ -398,19 +398,12 @@ def print_table(results, md=None):
 
 
 def make_sampler(props, dev):
-    """GpuSampler on this process's CUDA device: nvidia-smi selects it by UUID (CUDA's device
-    index need not be nvidia-smi's), else by the device index."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path (tests)
-    from gpu_sampler import GpuSampler
+    """gpu_sampler.sampler_for_device, imported from this file's folder (also when bench_gemm is
+    loaded by path, as the tests do)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_sampler import sampler_for_device
 
-    uuid = getattr(props, "uuid", None)
-    if uuid is not None:
-        s = GpuSampler(f"GPU-{uuid}")
-        time.sleep(0.3)  # a bad selector makes nvidia-smi exit at once
-        if s.enabled:
-            return s
-        s.close()
-    return GpuSampler(str(dev))
+    return sampler_for_device(props, dev)
 
 
 def add_clocks(results, sampler):

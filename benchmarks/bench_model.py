@@ -4,6 +4,9 @@ Shapes (~1B-class layers): hidden 2048, intermediate 5632, 16 heads, 4 layers, s
 batch 4, vocab 32000, bf16 weights. A step is forward + loss + backward (no optimizer; the
 optimizer is the same elementwise work for both). Stock and patched run interleaved in one
 process; each round times `--steps` steps with CUDA events; tokens/s from the median round.
+While each model's rounds run, benchmarks/gpu_sampler.py samples the SM clock, board power and
+temperature (nvidia-smi; None without it): on a power-capped GPU the clock decides as much as the
+kernels (benchmarks/NOTES.md, 2026-11-27g), and power x step time gives the energy per step (J).
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
 both models. Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 5]
 """
@@ -11,12 +14,16 @@ import argparse
 import copy
 import json
 import math
+import os
 import sys
 import time
 
 import torch
 
 import torch_tk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gpu_sampler, also when loaded by path
+from gpu_sampler import sampler_for_device  # noqa: E402
 
 
 def main():
@@ -65,26 +72,35 @@ def main():
     step(models["tk"])
     counters = torch_tk.kernel_counters()
     ms = {k: [] for k in models}
+    sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
     for r in range(args.rounds):
         order = list(models) if r % 2 == 0 else list(reversed(list(models)))
         for name in order:
             m = models[name]
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(args.steps):
-                step(m)
-            e.record()
-            e.synchronize()
+            with sampler.window(name):
+                s.record()
+                for _ in range(args.steps):
+                    step(m)
+                e.record()
+                e.synchronize()
             ms[name].append(s.elapsed_time(e) / args.steps)
             for prm in m.parameters():
                 prm.grad = None
     med = {k: sorted(v)[len(v) // 2] for k, v in ms.items()}
     tps = {k: tokens / (v * 1e-3) for k, v in med.items()}
+    time.sleep(0.1)  # the last samples
+    sampler.close()
+    clocks = {k: sampler.means(k) for k in models}
+    for k, c in clocks.items():  # mean power x median step time
+        c["joules_per_step"] = c["watts"] * med[k] * 1e-3 if c["watts"] is not None else None
     result = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "config": vars(args),
         "patched_layers": len(report["patched"]), "skipped": report["skipped"],
         "tk_calls_per_step": counters, "first_losses": losses, "compile_and_warmup_s": compile_s,
         "step_ms_rounds": ms, "step_ms_median": med, "tokens_per_s": tps, "ratio_tk_over_stock": tps["tk"] / tps["stock"],
+        "gpu_sampler": "nvidia-smi -lms 20 (benchmarks/gpu_sampler.py)" if sampler.enabled else "off",
+        "clocks": clocks,
     }
     if args.profile:  # two profiled passes per model, alternating, 2 steps each; microseconds per step
         passes = [profile_step(step, models[k], 2) + (k,) for k in ("stock", "tk", "tk", "stock")]
@@ -96,9 +112,12 @@ def main():
           f"intermediate {args.intermediate}, batch {args.batch} x seq {args.seq}, bf16, torch.compile")
     print(f"patched {len(report['patched'])} linears (skipped: {list(report['skipped'])}); tk calls per step {counters}")
     print(f"loss after warm-up: stock {losses['stock']:.4f}  tk {losses['tk']:.4f}")
-    print(f"{'model':<8}{'step ms':>10}{'tokens/s':>12}")
+    print(f"{'model':<8}{'step ms':>10}{'tokens/s':>12}{'SM MHz':>9}{'W':>6}{'J/step':>8}{'samples':>9}")
     for k in models:
-        print(f"{k:<8}{med[k]:>10.2f}{tps[k]:>12.0f}")
+        c = clocks[k]
+        f = [f"{c[x]:{w}.{d}f}" if c[x] is not None else f"{'-':>{w}}" for x, w, d in
+             (("sm_mhz", 9, 0), ("watts", 6, 0), ("joules_per_step", 8, 2))]
+        print(f"{k:<8}{med[k]:>10.2f}{tps[k]:>12.0f}{''.join(f)}{c['samples']:>9}")
     print(f"ratio tk/stock: {result['ratio_tk_over_stock']:.3f}")
     if args.profile:
         print_profile(result["profile_us"])

@@ -105,3 +105,17 @@ class GpuSampler:
                 self._proc.kill()
         if self._thread is not None:
             self._thread.join(timeout=2)  # drain what it had written
+
+
+def sampler_for_device(props, dev, settle_s: float = 0.3) -> GpuSampler:
+    """GpuSampler on a CUDA device: nvidia-smi selects it by UUID (`props.uuid`, from
+    torch.cuda.get_device_properties; CUDA's device index need not be nvidia-smi's), else by the
+    index `dev`."""
+    uuid = getattr(props, "uuid", None)
+    if uuid is not None:
+        s = GpuSampler(f"GPU-{uuid}")
+        time.sleep(settle_s)  # a bad selector makes nvidia-smi exit at once
+        if s.enabled:
+            return s
+        s.close()
+    return GpuSampler(str(dev))

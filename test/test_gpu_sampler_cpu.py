@@ -49,3 +49,30 @@ def test_sampler_without_nvidia_smi_is_off(monkeypatch):
         pass
     assert s.means("0:ours")["sm_mhz"] is None
     s.close()
+
+
+def test_sampler_for_device_prefers_the_uuid_then_the_index(monkeypatch):
+    m = _mod()
+    made = []
+
+    class Fake:
+        def __init__(self, gpu="0", period_ms=20):
+            self.gpu, self.closed = gpu, False
+            made.append(self)
+
+        @property
+        def enabled(self):
+            return self.gpu.startswith("GPU-") and "good" in self.gpu
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(m, "GpuSampler", Fake)
+    props = type("P", (), {"uuid": "good-uuid"})()
+    s = m.sampler_for_device(props, 3, settle_s=0)
+    assert s.gpu == "GPU-good-uuid" and len(made) == 1
+    made.clear()
+    s = m.sampler_for_device(type("P", (), {"uuid": "bad"})(), 3, settle_s=0)  # nvidia-smi refused the UUID
+    assert [x.gpu for x in made] == ["GPU-bad", "3"] and made[0].closed and s.gpu == "3"
+    made.clear()
+    assert m.sampler_for_device(object(), 1, settle_s=0).gpu == "1"  # no uuid attribute
