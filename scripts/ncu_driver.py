@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""One torch.mm and one torch_tk.gemm launch inside a CUDA profiler range (scripts/ncu_profile.sh).
+"""torch.mm and torch_tk.gemm launches for scripts/ncu_profile.sh.
 
-    python3 scripts/ncu_driver.py MxNxK[:LAYOUT]
+    python3 scripts/ncu_driver.py MxNxK[:LAYOUT] [WARM_PAIRS]
+
+Without WARM_PAIRS: three unprofiled pairs, then one pair inside a CUDA profiler range (ncu
+--profile-from-start off). With WARM_PAIRS = N: N back-to-back pairs (torch.mm, then ours) with
+the profiler on from the start, so ncu --launch-skip 2N --launch-count 2 profiles the pair after N
+sustained ones (the GPU at its power-capped clocks, when run with --clock-control none).
 """
 import sys
 
@@ -12,10 +17,17 @@ import torch_tk
 
 def main(argv):
     shape, _, lay = argv[1].partition(":")
+    warm = int(argv[2]) if len(argv) > 2 else 0
     lay = lay or "NT"
     M, N, K = (int(x) for x in shape.split("x"))
     a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
     b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    if warm > 0:
+        for _ in range(warm + 1):
+            torch.mm(a, b)
+            torch_tk.gemm(a, b)
+        torch.cuda.synchronize()
+        return 0
     for _ in range(3):
         torch.mm(a, b)
         torch_tk.gemm(a, b)

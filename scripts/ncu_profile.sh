@@ -7,6 +7,8 @@
 # NCU_BRIEF=1: a few traffic metrics only (time, DRAM bytes, L2 sectors read by the SMs, L2/DRAM
 # throughput, HGMMA count, SM clock), one short block per kernel; much faster than the sections.
 # (sm__pipe_tensor_op_gmma_cycles_active reads "n/a" on the H200 with ncu of CUDA 13.0: not used.)
+# NCU_SUSTAINED=N: instead, the GEMM pair after N back-to-back pairs, clocks not locked (--clock-control
+# none): the SM, L2 and DRAM clocks each kernel gets at the power cap, and its time there.
 # NCU_EXTRA: further ncu arguments for the full-section runs (e.g. "--section MemoryWorkloadAnalysis_Tables");
 # NCU_METRICS: the --metrics list of those runs (default: HGMMA count, SM clock, L2 hit rate, DRAM bytes).
 set -uo pipefail
@@ -17,6 +19,17 @@ SHAPES=${1:-"8192x8192x8192:NT 8192x57344x8192:NN 8192x4096x4096:NT"}
 : > "$OUT/ncu.txt"
 for s in $SHAPES; do
   echo "######## $s" >> "$OUT/ncu.txt"
+  if [ -n "${NCU_SUSTAINED:-}" ]; then
+    for cc in none base; do
+      echo "## clock-control $cc" >> "$OUT/ncu.txt"
+      timeout 200 ncu --clock-control $cc --kernel-name regex:"gemm_kernel|nvjet|gemm|sm90" \
+        --launch-skip $((2 * NCU_SUSTAINED)) --launch-count 2 \
+        --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second,dram__cycles_elapsed.avg.per_second,lts__t_sectors_srcunit_tex_op_read.sum \
+        python3 scripts/ncu_driver.py "$s" "$NCU_SUSTAINED" >> "$OUT/ncu.txt" 2>&1
+      echo "== $s $cc (rc=$?)"
+    done
+    continue
+  fi
   if [ -n "${NCU_BRIEF:-}" ]; then
     timeout 200 ncu --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_tensor_op_gmma.sum,sm__cycles_elapsed.avg.per_second,launch__grid_size \
       python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
@@ -30,5 +43,5 @@ for s in $SHAPES; do
     python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
   echo "== $s (rc=$?)"
 done
-grep -E "^  [a-z_]|####|gpu__time|dram__|lts__|launch__grid|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|per_second|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
+grep -E "^  [a-z_]|####|^## clock|gpu__time|dram__|lts__|launch__grid|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|gmma|per_second|hit_rate|dram__bytes|Issue Slots Busy|Warp Cycles Per Issued|Registers Per|Grid Size|Block Size" \
   "$OUT/ncu.txt" | grep -v "^==PROF==" | head -n 150
