@@ -13,6 +13,10 @@ read by a background thread. Its timestamps are local wall-clock time, matched a
 time.time() windows. Without nvidia-smi (or if it fails) the sampler is off: every mean is None.
 Resolution: one sample per period at best (the driver refreshes some readings more slowly), so a
 window shorter than a few periods may hold no sample.
+Caveat (H200, 2026-11-28, results/h200_2026-11-28_ncu_sustained.txt): at the power cap clocks.sm
+reads above the clock the kernels get -- do_bench's sustained times matched Nsight Compute's
+base-clock (1.35 GHz) times while nvidia-smi reported 1470-1580 MHz -- so read the column as the
+driver's clock state, not as effective cycles per second.
 """
 from __future__ import annotations
 
