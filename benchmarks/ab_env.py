@@ -27,6 +27,9 @@ import triton.testing as tt
 
 import torch_tk
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
+from operands import layout_operands  # noqa: E402
+
 DEFAULT = ("8192x8192x8192:NT,4096x4096x4096:NT,8192x4096x4096:NT,8192x57344x8192:NN,"
            "8192x8192x28672:NT,8192x28672x4096:TN")
 STAGE_REMOVAL = ("full=TK_HOPPER_EXPERIMENT=0;no_store=TK_HOPPER_EXPERIMENT=1;no_load=TK_HOPPER_EXPERIMENT=2;"
@@ -43,8 +46,7 @@ def parse_variants(spec):
 
 
 def inputs(M, N, K, lay):
-    a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
-    b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    a, b = layout_operands(M, N, K, lay)
     return a, b
 
 

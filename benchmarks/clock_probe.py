@@ -18,12 +18,16 @@ between calls (blocks are back to back, as inside a model).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
 import torch
 
 import torch_tk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
+from operands import layout_operands  # noqa: E402
 
 
 def clock_mhz(ns, cycles):
@@ -58,11 +62,7 @@ def _probe_kernel():
 
 def run_case(shape, lay, seconds, block, spin_ns, probe):
     M, N, K = shape
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", generator=g).bfloat16() if lay[0] == "N" else \
-        torch.randn(K, M, device="cuda", generator=g).bfloat16().t()
-    b = torch.randn(K, N, device="cuda", generator=g).bfloat16() if lay[1] == "N" else \
-        torch.randn(N, K, device="cuda", generator=g).bfloat16().t()
+    a, b = layout_operands(M, N, K, lay, generator=torch.Generator(device="cuda").manual_seed(0))
     ops = {"torch": lambda: torch.mm(a, b), "ours": lambda: torch_tk.gemm(a, b)}
     for f in ops.values():  # warm-up (and Triton's compile of the probe)
         f()

@@ -11,10 +11,15 @@ dependent launch (TK_HOPPER_PDL=1) can shorten.
 """
 import argparse
 import collections
+import os
+import sys
 
 import torch
 
 import torch_tk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
+from operands import layout_operands  # noqa: E402
 
 DEFAULT = "1000x1001x999:NN,4097x4097x4097:NN,128x4096x4096:NT,8192x8192x8192:NT"
 
@@ -79,8 +84,7 @@ def main():
         shape, _, lay = item.partition(":")
         lay = lay or "NN"
         M, N, K = (int(x) for x in shape.split("x"))
-        a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
-        b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+        a, b = layout_operands(M, N, K, lay)
         print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_plan(M, N, K, sms)}")
         report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush)
         report("  torch", lambda: torch.mm(a, b), args.reps, flush)

@@ -8,11 +8,15 @@ Without WARM_PAIRS: three unprofiled pairs, then one pair inside a CUDA profiler
 the profiler on from the start, so ncu --launch-skip 2N --launch-count 2 profiles the pair after N
 sustained ones (the GPU at its power-capped clocks, when run with --clock-control none).
 """
+import os
 import sys
 
 import torch
 
 import torch_tk
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+from operands import layout_operands  # noqa: E402
 
 
 def main(argv):
@@ -20,8 +24,7 @@ def main(argv):
     warm = int(argv[2]) if len(argv) > 2 else 0
     lay = lay or "NT"
     M, N, K = (int(x) for x in shape.split("x"))
-    a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
-    b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    a, b = layout_operands(M, N, K, lay)
     if warm > 0:
         for _ in range(warm + 1):
             torch.mm(a, b)

@@ -26,11 +26,13 @@ def child(spec):
 
     import torch_tk
 
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+    from operands import layout_operands
+
     shape, _, lay = spec.partition(":")
     lay = lay or "NT"
     M, N, K = (int(x) for x in shape.split("x"))
-    a = torch.randn(M, K, device="cuda").bfloat16() if lay[0] == "N" else torch.randn(K, M, device="cuda").bfloat16().t()
-    b = torch.randn(K, N, device="cuda").bfloat16() if lay[1] == "N" else torch.randn(N, K, device="cuda").bfloat16().t()
+    a, b = layout_operands(M, N, K, lay)
     for _ in range(3):  # warm: descriptors, attributes, L2 state like a benchmark loop
         torch_tk.gemm(a, b)
     torch.cuda.synchronize()
