@@ -10,11 +10,13 @@ cycle counter (%clock64) and the global nanosecond timer (%globaltimer) at its s
 for tens of microseconds on one SM, far shorter than the power controller's reaction, so it reads
 the state the block left behind; all SMs share the clock.
 
-    python benchmarks/clock_probe.py [--shapes 8192x8192x28672:NT,...] [--seconds 4] [--block 8]
+    python benchmarks/clock_probe.py [--shapes 8192x8192x28672:NT,...] [--seconds 4] [--block 8] [--flush]
 
-Prints per case and op: ms per call (CUDA events over each block, median), the probed clock (MHz,
-median and p10..p90) and cycles per call (ms x MHz). Operands are random bf16; no L2 flush
-between calls (blocks are back to back, as inside a model).
+Prints per case and op: ms per call (median; CUDA events over each block, or around each call
+with --flush), the probed clock (MHz, median and p10..p90) and cycles per call (ms x MHz).
+Operands are random bf16. By default no L2 flush between calls (blocks are back to back, as
+inside a model); --flush puts triton do_bench's 256 MB memset before every call (bench_gemm.py's
+default regime), timing the calls only.
 """
 import argparse
 import json
@@ -60,7 +62,7 @@ def _probe_kernel():
     return clock_probe_kernel
 
 
-def run_case(shape, lay, seconds, block, spin_ns, probe):
+def run_case(shape, lay, seconds, block, spin_ns, probe, flush=None):
     M, N, K = shape
     a, b = layout_operands(M, N, K, lay, generator=torch.Generator(device="cuda").manual_seed(0))
     ops = {"torch": lambda: torch.mm(a, b), "ours": lambda: torch_tk.gemm(a, b)}
@@ -78,22 +80,36 @@ def run_case(shape, lay, seconds, block, spin_ns, probe):
     per_call = s.elapsed_time(e) / 2  # ms, both ops: sets the number of blocks
     n_blocks = max(4, min(len(slots) // 2, int(seconds * 1e3 / (per_call * block + spin_ns * 1e-6))))
     events, order = [], []
+    def timed(n):  # n (start, end) event pairs: one for a whole block, or one per call (flush)
+        return [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+
     for i in range(n_blocks):
         name = list(ops)[i % 2]
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(block):
-            ops[name]()
-        e.record()
+        if flush is None:
+            (s, e), = timed(1)
+            s.record()
+            for _ in range(block):
+                ops[name]()
+            e.record()
+            events.append([(s, e)])
+        else:
+            pairs = timed(block)
+            for s, e in pairs:
+                flush.zero_()
+                s.record()
+                ops[name]()
+                e.record()
+            events.append(pairs)
         probe[(1,)](slots[i], spin_ns)
-        events.append((s, e))
         order.append(name)
     torch.cuda.synchronize()
     spans = slots[:n_blocks].tolist()
     out = {}
     for name in ops:
         idx = [i for i in range(n_blocks) if order[i] == name and i >= 2]  # the first pair warms the power state
-        ms = [events[i][0].elapsed_time(events[i][1]) / block for i in idx]
+        # ms per call: the block's span / calls, or (with flush) the median of its timed calls
+        ms = [statistics.median(s.elapsed_time(e) for s, e in events[i]) if flush is not None
+              else events[i][0][0].elapsed_time(events[i][0][1]) / block for i in idx]
         mhz = [m for m in (clock_mhz(*spans[i]) for i in idx) if m is not None]
         med_ms, _, _ = percentiles(ms)
         med, p10, p90 = percentiles(mhz)
@@ -108,19 +124,22 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=4.0, help="per case, both ops")
     p.add_argument("--block", type=int, default=8, help="back-to-back calls per block")
     p.add_argument("--spin-us", type=float, default=50.0)
+    p.add_argument("--flush", action="store_true", help="a 256 MB memset before every call (do_bench's L2 flush)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("clock_probe: needs a CUDA GPU")
         return 2
     probe = _probe_kernel()
-    print(f"# {torch.cuda.get_device_name()}; blocks of {args.block} calls alternating, probe {args.spin_us:.0f} us after each")
+    flush = torch.empty(1 << 26, dtype=torch.int32, device="cuda") if args.flush else None  # 256 MB
+    print(f"# {torch.cuda.get_device_name()}; blocks of {args.block} calls alternating, probe {args.spin_us:.0f} us after each"
+          + ("; 256 MB memset before every call" if flush is not None else "; no flush"))
     print(f"{'case':<24}{'op':<7}{'ms/call':>9}{'MHz':>7}{'p10..p90':>12}{'Mcycles/call':>14}{'blocks':>8}")
     results = []
     for spec in args.shapes.split(","):
         shape_s, _, lay = spec.partition(":")
         shape = tuple(int(x) for x in shape_s.split("x"))
-        r = run_case(shape, lay or "NT", args.seconds, args.block, int(args.spin_us * 1e3), probe)
+        r = run_case(shape, lay or "NT", args.seconds, args.block, int(args.spin_us * 1e3), probe, flush)
         for name, v in r.items():
             print(f"{spec:<24}{name:<7}{v['ms']:>9.4f}{v['mhz']:>7.0f}{v['mhz_p10']:>6.0f}..{v['mhz_p90']:<5.0f}"
                   f"{v['cycles_per_call'] * 1e-6:>14.3f}{v['blocks']:>8}")
