@@ -7,14 +7,19 @@ the same calls after do_bench's memset take 18.3 us). This script times only the
 calls in a row without synchronising (the GPU queue absorbs them), wall time / calls, median of
 `--rounds` rounds, each variant in turn within a round. Variants, outermost layer first:
 
-  torch        torch.mm(a, b) (F.linear(x, w) for --op linear)
-  tk           torch_tk.gemm / torch_tk.linear: Python wrapper -> dispatcher -> the autograd
-               kernel that torch.library.register_autograd installs (Python) -> the C++ op
-  tk_no_grad   the same under torch.no_grad() (the autograd kernel's no-grad branch)
+  torch        torch.mm(a, b) (F.linear(x, w) for --op linear; a stock nn.Linear for --op module)
+  torch_no_grad  the same under torch.no_grad()
+  tk           torch_tk.gemm / torch_tk.linear / a patched nn.Linear (torch_tk.patch_linear)
+  tk_no_grad   the same under torch.no_grad()
   tk_below     torch.ops.tk.*.default under torch._C._AutoDispatchBelowAutograd(): the dispatcher
-               and the C++ op only, no Python autograd kernel
+               and the C++ op only, without the Python autograd kernel that
+               torch.library.register_autograd installs (since 2026-11-28b the tk entry points
+               take this route themselves when no gradient is needed: torch_tk.ops._call_op)
 
-    python benchmarks/host_overhead.py [--shapes 64x4096x4096,1x4096x4096] [--op gemm|linear]
+--op module's weights require grad (a training model's), so its tk / torch rows take the autograd
+path; the operands of gemm / linear do not.
+
+    python benchmarks/host_overhead.py [--shapes 64x4096x4096,1x4096x4096] [--op gemm|linear|module]
 
 Runs on the CPU too (float32 reference path; only the layers above the kernel are comparable).
 """
@@ -30,23 +35,34 @@ import torch_tk
 
 
 def variants(op, a, b):
-    """{name: zero-argument callable} for one op on operands a (M x K) and b (K x N, or N x K for linear)."""
+    """{name: zero-argument callable} for one op on operands a (M x K) and b (K x N for gemm, N x K otherwise)."""
     if op == "gemm":
         base, ours, raw = (lambda: torch.mm(a, b)), (lambda: torch_tk.gemm(a, b)), (lambda: torch.ops.tk.gemm.default(a, b))
     elif op == "linear":
         base, ours, raw = (lambda: F.linear(a, b)), (lambda: torch_tk.linear(a, b)), (lambda: torch.ops.tk.linear.default(a, b))
-    else:
-        raise ValueError(f"op: gemm or linear, got {op!r}")
-
-    def no_grad():
+    elif op == "module":
+        stock = torch.nn.Linear(b.shape[1], b.shape[0], bias=False, device=b.device, dtype=b.dtype)
+        patched = torch.nn.Linear(b.shape[1], b.shape[0], bias=False, device=b.device, dtype=b.dtype)
         with torch.no_grad():
-            return ours()
+            stock.weight.copy_(b)
+            patched.weight.copy_(b)
+        torch_tk.patch_linear(patched)
+        base, ours = (lambda: stock(a)), (lambda: patched(a))
+        raw = lambda: torch.ops.tk.linear.default(a, patched.weight, None)  # noqa: E731
+    else:
+        raise ValueError(f"op: gemm, linear or module, got {op!r}")
+
+    def no_grad(f):
+        def run():
+            with torch.no_grad():
+                return f()
+        return run
 
     def below():
         with torch._C._AutoDispatchBelowAutograd():
             return raw()
 
-    return {"torch": base, "tk": ours, "tk_no_grad": no_grad, "tk_below": below}
+    return {"torch": base, "torch_no_grad": no_grad(base), "tk": ours, "tk_no_grad": no_grad(ours), "tk_below": below}
 
 
 def enqueue_us(fn, calls, sync):
@@ -61,7 +77,7 @@ def enqueue_us(fn, calls, sync):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="64x4096x4096,128x4096x4096,1x4096x4096,4096x4096x4096")
-    p.add_argument("--op", default="linear", choices=("gemm", "linear"))
+    p.add_argument("--op", default="linear", choices=("gemm", "linear", "module"))
     p.add_argument("--calls", type=int, default=100, help="calls per timing (fewer than the GPU queue holds)")
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)
