@@ -23,13 +23,13 @@ class TKLinear(nn.Linear):
     """An nn.Linear whose forward is ``torch.ops.tk.linear(input, weight, bias)``."""
 
     def forward(self, input):
-        return _ops._call_op(torch.ops.tk.linear.default, input, self.weight, self.bias)
+        return _ops._call_op(torch.ops.tk.linear, input, self.weight, self.bias)
 
 
 def _tk_conv1d_forward(self, x):
     # transformers' Conv1D: y = x @ weight + bias with weight (in_features, out_features).
     lead = x.shape[:-1]
-    y = _ops._call_op(torch.ops.tk.addmm.default, self.bias, x.reshape(-1, x.shape[-1]), self.weight)
+    y = _ops._call_op(torch.ops.tk.addmm, self.bias, x.reshape(-1, x.shape[-1]), self.weight)
     return y.view(*lead, y.shape[-1])
 
 

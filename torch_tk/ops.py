@@ -183,9 +183,9 @@ def _gemm_backward(ctx, grad):
     a, b = ctx.saved_tensors
     ga = gb = None
     if ctx.needs_input_grad[0]:
-        ga = _call_op(torch.ops.tk.gemm.default, grad.to(b.dtype), b.t())
+        ga = _call_op(torch.ops.tk.gemm, grad.to(b.dtype), b.t())
     if ctx.needs_input_grad[1]:
-        gb = _call_op(torch.ops.tk.gemm.default, a.t(), grad.to(a.dtype))
+        gb = _call_op(torch.ops.tk.gemm, a.t(), grad.to(a.dtype))
     return ga, gb
 
 
@@ -206,10 +206,10 @@ def _addmm_backward(ctx, grad):
     if ctx.needs_input_grad[0]:
         gs = (grad * ctx.beta).sum_to_size(ctx.self_shape).to(ctx.self_dtype)
     if ctx.needs_input_grad[1]:
-        g1 = _call_op(torch.ops.tk.gemm.default, grad.to(mat2.dtype), mat2.t())
+        g1 = _call_op(torch.ops.tk.gemm, grad.to(mat2.dtype), mat2.t())
         g1 = g1 * ctx.alpha if ctx.alpha != 1 else g1
     if ctx.needs_input_grad[2]:
-        g2 = _call_op(torch.ops.tk.gemm.default, mat1.t(), grad.to(mat1.dtype))
+        g2 = _call_op(torch.ops.tk.gemm, mat1.t(), grad.to(mat1.dtype))
         g2 = g2 * ctx.alpha if ctx.alpha != 1 else g2
     return gs, g1, g2
 
@@ -230,10 +230,10 @@ def _linear_backward(ctx, grad):
     g2d = grad.reshape(-1, N)
     gi = gw = gb = None
     if ctx.needs_input_grad[0]:
-        gi = _call_op(torch.ops.tk.gemm.default, g2d.to(weight.dtype), weight).reshape(ctx.input_shape)
+        gi = _call_op(torch.ops.tk.gemm, g2d.to(weight.dtype), weight).reshape(ctx.input_shape)
     if ctx.needs_input_grad[1]:
         x2d = input.reshape(-1, input.shape[-1])
-        gw = _call_op(torch.ops.tk.gemm.default, g2d.t().to(x2d.dtype), x2d)
+        gw = _call_op(torch.ops.tk.gemm, g2d.t().to(x2d.dtype), x2d)
     if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
         gb = g2d.sum(0).to(ctx.bias_dtype)
     return gi, gw, gb
