@@ -28,6 +28,15 @@
 #define TK_BM64_SPLIT 0
 #endif
 
+// Early release (consumer k loop, below): a stage whose successor has not landed is drained
+// and released before the wait. Build define for A/B (TK_BUILD_DEFINES=TK_EARLY_RELEASE=0: the
+// release only after the next stage is issued). H200, 2026-11-28c, clean L2, TF/s off / on:
+// 64x4096x4096 119 / 124, 128x4096x4096 222 / 230, 256x4096x14336 544 / 550; dirty L2 even
+// (benchmarks/NOTES.md).
+#ifndef TK_EARLY_RELEASE
+#define TK_EARLY_RELEASE 1
+#endif
+
 namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
@@ -420,7 +429,25 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // 334 B -- or holding this unit's early k tiles.)
       for (int kt = kr.begin + primed; kt < kr.end; kt += L::KT, ++it) {
         const int s = it % L::STAGES;
+#if TK_EARLY_RELEASE
+        // Early release: when this stage's operands have not landed yet, the previous stage's
+        // wgmmas are drained and its slot released before the wait, so the producer refills it
+        // now rather than after this stage arrives and is issued (a latency-bound ring holds one
+        // stage fewer hostage). Releases stay in order, one per stage, as before.
+        bool owed = kt > kr.begin;
+        if (!(xp & kXpBare) && !mbar_test(&full[s], (it / L::STAGES) & 1)) {
+          if (owed) {
+            wgmma_wait<0>();
+#pragma unroll
+            for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+            release((it - 1) % L::STAGES);
+            owed = false;
+          }
+          mbar_wait(&full[s], (it / L::STAGES) & 1);
+        }
+#else
         if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
+#endif
         if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         issue_stage(s, false);
         // A held round of the previous unit goes out while this k tile's wgmmas run.
@@ -429,7 +456,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         wgmma_wait<1>();
 #pragma unroll
         for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+#if TK_EARLY_RELEASE
+        if (owed) release((it - 1) % L::STAGES);
+#else
         if (kt > kr.begin) release((it - 1) % L::STAGES);
+#endif
       }
       primed = 0;
       u = unstash_unit(u);
