@@ -36,6 +36,14 @@
 #ifndef TK_EARLY_RELEASE
 #define TK_EARLY_RELEASE 1
 #endif
+// Warp-wide producer (A/B build define, TK_UNIFORM_PRODUCER=1; default 0: one thread): the
+// producer warp's 32 lanes all walk the units and k tiles (identical values, warp-uniform control
+// flow, so ptxas can keep coordinates and addresses in uniform registers) and lane 0 alone arrives
+// and issues the TMA copies. Why: a one-thread loop wraps every UTMALDG in an ELECT / R2UR
+// waterfall, and 2026-11-28c measured the producer's k loop on the critical path (benchmarks/NOTES.md).
+#ifndef TK_UNIFORM_PRODUCER
+#define TK_UNIFORM_PRODUCER 0
+#endif
 
 namespace tk::hopper {
 using namespace kittens;
@@ -187,7 +195,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       __syncwarp();
       named_barrier_arrive(kStartBarrier, L::THREADS);
     }
-    if (threadIdx.x == 0) {
+    if (threadIdx.x < (TK_UNIFORM_PRODUCER ? 32u : 1u)) {
+      // (TK_UNIFORM_PRODUCER: the whole warp; `lead` does the arrivals, copies and atomics.)
+      const bool lead = threadIdx.x == 0;
       // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or
       // under TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every
       // other global access of the kernel follows this wait through the full barriers. Without
@@ -226,9 +236,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
           if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
           if (xp & kXpNoLoad) {
-            mbar_arrive(&full[s]);
+            if (lead) mbar_arrive(&full[s]);
             continue;
           }
+          if (!lead) continue;
           mbar_arrive_expect_tx(&full[s], stage_tx);  // boxes' bytes, zero-filled ones past K included
 #pragma unroll
           for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
@@ -253,21 +264,28 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             // cluster draws until its id is past the last unit, so tickets 0 .. units - 1 are
             // drawn once each and the last one drawn leaves the counter zeroed for the stream's
             // next call (ticket_counter.h; with a stream-K tail the draws stop short of it).
-            const int ticket = atomicAdd(unit_counter, 1);
-            if (ticket == units - 1) atomicExch(unit_counter, 0);
+            int ticket = 0;
+            if (lead) {
+              ticket = atomicAdd(unit_counter, 1);
+              if (ticket == units - 1) atomicExch(unit_counter, 0);
+            }
+            if constexpr (TK_UNIFORM_PRODUCER) ticket = __shfl_sync(0xffffffffu, ticket, 0);
             u = unit_stride + ticket;
             mbar_wait(&sched_empty[slot], parity ^ 1);
-            sched_unit[slot] = u;  // made visible by the arrive's release
+            if (lead) {
+              sched_unit[slot] = u;  // made visible by the arrive's release
 #pragma unroll
-            for (int peer = 1; peer < L::CLUSTER; ++peer) {
-              st_shared_cluster(&sched_unit[slot], peer, u);
-              mbar_arrive_cluster_release(&sched_full[slot], peer);
+              for (int peer = 1; peer < L::CLUSTER; ++peer) {
+                st_shared_cluster(&sched_unit[slot], peer, u);
+                mbar_arrive_cluster_release(&sched_full[slot], peer);
+              }
+              mbar_arrive(&sched_full[slot]);
             }
-            mbar_arrive(&sched_full[slot]);
           } else {
             mbar_wait<true>(&sched_full[slot], parity);
             u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-            mbar_arrive_cluster(&sched_empty[slot], 0);
+            if constexpr (TK_UNIFORM_PRODUCER) __syncwarp();  // every lane read it before the slot is freed
+            if (lead) mbar_arrive_cluster(&sched_empty[slot], 0);
           }
           ++handed;
         } else {
@@ -275,7 +293,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
         enter_tail(u, in_sk);
       }
-      if (trace_cta) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
+      if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
     }
   } else {
     // ---- consumers ----
