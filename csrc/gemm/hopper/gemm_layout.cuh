@@ -46,7 +46,7 @@ struct gemm_layout {
   // cycles per k tile in a 2-CTA cluster; H200 128x4096x4096 22.7 -> 19.2 us, benchmarks/NOTES.md;
   // 64 x 128 tiles measured even or slower, so 1 there). A unit's k range must then be whole stages
   // or end at K (the tile past K arrives zero-filled): 64-row plans never split K (launch_impl.cuh
-  // checks) unless built with TK_BM64_SPLIT=1 (below). TK_BM64_KT (build define, A/B): 1 or 2 for
+  // checks) unless built with TK_BM64_SPLIT=1 (kernel_variants.h). TK_BM64_KT (build define, A/B): 1 or 2 for
   // every 64-row kernel.
 #ifndef TK_BM64_KT
 #define TK_BM64_KT 0

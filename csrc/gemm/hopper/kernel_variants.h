@@ -1,0 +1,28 @@
+// Compile-time A/B variants of the Hopper GEMM kernel (gemm_kernel.cuh), set through
+// TK_BUILD_DEFINES (setup.py) and compared by scripts/ab_build.sh; the defaults are the measured
+// choices (benchmarks/NOTES.md step table).
+#pragma once
+
+// TK_BM64_SPLIT=1 (build define, A/B; not GPU-tested yet): the 64-row kernels compile the split-K
+// decode too, so a forced TK_HOPPER_TILE with bm 64 and splits > 1 runs (e.g. 64x4096x4096 as 128
+// swapped 64x64 units of half the K instead of 64 whole ones); no default plan asks for it.
+#ifndef TK_BM64_SPLIT
+#define TK_BM64_SPLIT 0
+#endif
+
+// Early release (consumer k loop, below): a stage whose successor has not landed is drained
+// and released before the wait. Build define for A/B (TK_BUILD_DEFINES=TK_EARLY_RELEASE=0: the
+// release only after the next stage is issued). H200, 2026-11-28c, clean L2, TF/s off / on:
+// 64x4096x4096 119 / 124, 128x4096x4096 222 / 230, 256x4096x14336 544 / 550; dirty L2 even
+// (benchmarks/NOTES.md).
+#ifndef TK_EARLY_RELEASE
+#define TK_EARLY_RELEASE 1
+#endif
+// Warp-wide producer (A/B build define, TK_UNIFORM_PRODUCER=1; default 0: one thread): the
+// producer warp's 32 lanes all walk the units and k tiles (identical values, warp-uniform control
+// flow, so ptxas can keep coordinates and addresses in uniform registers) and lane 0 alone arrives
+// and issues the TMA copies. Why: a one-thread loop wraps every UTMALDG in an ELECT / R2UR
+// waterfall, and 2026-11-28c measured the producer's k loop on the critical path (benchmarks/NOTES.md).
+#ifndef TK_UNIFORM_PRODUCER
+#define TK_UNIFORM_PRODUCER 0
+#endif
