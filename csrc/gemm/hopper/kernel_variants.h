@@ -10,7 +10,7 @@
 #define TK_BM64_SPLIT 0
 #endif
 
-// Early release (consumer k loop, below): a stage whose successor has not landed is drained
+// Early release (gemm_kernel.cuh, the consumer k loop): a stage whose successor has not landed is drained
 // and released before the wait. Build define for A/B (TK_BUILD_DEFINES=TK_EARLY_RELEASE=0: the
 // release only after the next stage is issued). H200, 2026-11-28c, clean L2, TF/s off / on:
 // 64x4096x4096 119 / 124, 128x4096x4096 222 / 230, 256x4096x14336 544 / 550; dirty L2 even
