@@ -21,6 +21,7 @@
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
+#include "sched_ring.cuh"
 
 namespace tk::hopper {
 using namespace kittens;
@@ -235,35 +236,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           continue;
         }
         if (dynamic) {
-          const int slot = handed % L::SCHED_SLOTS, parity = (handed / L::SCHED_SLOTS) & 1;
-          if (rank == 0) {
-            // Units are numbered per cluster: the first unit_stride went out statically. Every
-            // cluster draws until its id is past the last unit, so tickets 0 .. units - 1 are
-            // drawn once each and the last one drawn leaves the counter zeroed for the stream's
-            // next call (ticket_counter.h; with a stream-K tail the draws stop short of it).
-            int ticket = 0;
-            if (lead) {
-              ticket = atomicAdd(unit_counter, 1);
-              if (ticket == units - 1) atomicExch(unit_counter, 0);
-            }
-            if constexpr (TK_UNIFORM_PRODUCER) ticket = __shfl_sync(0xffffffffu, ticket, 0);
-            u = unit_stride + ticket;
-            mbar_wait(&sched_empty[slot], parity ^ 1);
-            if (lead) {
-              sched_unit[slot] = u;  // made visible by the arrive's release
-#pragma unroll
-              for (int peer = 1; peer < L::CLUSTER; ++peer) {
-                st_shared_cluster(&sched_unit[slot], peer, u);
-                mbar_arrive_cluster_release(&sched_full[slot], peer);
-              }
-              mbar_arrive(&sched_full[slot]);
-            }
-          } else {
-            mbar_wait<true>(&sched_full[slot], parity);
-            u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-            if constexpr (TK_UNIFORM_PRODUCER) __syncwarp();  // every lane read it before the slot is freed
-            if (lead) mbar_arrive_cluster(&sched_empty[slot], 0);
-          }
+          u = producer_draw_unit<L::CLUSTER, L::SCHED_SLOTS>(handed, rank, lead, unit_counter, units, unit_stride,
+                                                           sched_empty, sched_full, sched_unit);
           ++handed;
         } else {
           u += unit_stride;

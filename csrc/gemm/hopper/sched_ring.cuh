@@ -1,0 +1,51 @@
+// The dynamic schedule's hand-off ring (gemm_kernel.cuh): the producer draws the next unit id and
+// passes it to the consumers through SLOTS shared slots (full / empty mbarriers per slot).
+#pragma once
+#include "../../kittens/hopper/cluster.cuh"
+#include "../../kittens/hopper/mbarrier.cuh"
+#include "kernel_variants.h"
+
+namespace tk::hopper {
+using namespace kittens::hopper;
+
+// Producer side, for its `handed`-th hand-off: the unit id it takes next. Rank 0 of a cluster
+// draws a ticket (lead lane only; broadcast to the warp with TK_UNIFORM_PRODUCER) and writes the
+// id into every CTA's slot; the other ranks read it from their own slot and free rank 0's.
+template <int CLUSTER, int SLOTS>
+__device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lead, int* unit_counter, int units,
+                                                  int unit_stride, uint64_t* sched_empty, uint64_t* sched_full,
+                                                  int* sched_unit) {
+  const int slot = handed % SLOTS, parity = (handed / SLOTS) & 1;
+  int u;
+  if (rank == 0) {
+    // Units are numbered per cluster: the first unit_stride went out statically. Every
+    // cluster draws until its id is past the last unit, so tickets 0 .. units - 1 are
+    // drawn once each and the last one drawn leaves the counter zeroed for the stream's
+    // next call (ticket_counter.h; with a stream-K tail the draws stop short of it).
+    int ticket = 0;
+    if (lead) {
+      ticket = atomicAdd(unit_counter, 1);
+      if (ticket == units - 1) atomicExch(unit_counter, 0);
+    }
+    if constexpr (TK_UNIFORM_PRODUCER) ticket = __shfl_sync(0xffffffffu, ticket, 0);
+    u = unit_stride + ticket;
+    mbar_wait(&sched_empty[slot], parity ^ 1);
+    if (lead) {
+      sched_unit[slot] = u;  // made visible by the arrive's release
+#pragma unroll
+      for (int peer = 1; peer < CLUSTER; ++peer) {
+        st_shared_cluster(&sched_unit[slot], peer, u);
+        mbar_arrive_cluster_release(&sched_full[slot], peer);
+      }
+      mbar_arrive(&sched_full[slot]);
+    }
+  } else {
+    mbar_wait<true>(&sched_full[slot], parity);
+    u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
+    if constexpr (TK_UNIFORM_PRODUCER) __syncwarp();  // every lane read it before the slot is freed
+    if (lead) mbar_arrive_cluster(&sched_empty[slot], 0);
+  }
+  return u;
+}
+
+}  // namespace tk::hopper
