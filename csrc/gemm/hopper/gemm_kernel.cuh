@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       __syncwarp();
       named_barrier_arrive(kStartBarrier, L::THREADS);
     }
-    if (threadIdx.x < (TK_UNIFORM_PRODUCER ? 32u : 1u)) {
-      // (TK_UNIFORM_PRODUCER: the whole warp; `lead` does the arrivals, copies and atomics.)
+    if (threadIdx.x < (warp_producer(L::CLUSTER) ? 32u : 1u)) {
+      // (warp_producer: the whole warp; `lead` does the arrivals, copies and atomics.)
       const bool lead = threadIdx.x == 0;
       // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or
       // under TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every

@@ -18,11 +18,21 @@
 #ifndef TK_EARLY_RELEASE
 #define TK_EARLY_RELEASE 1
 #endif
-// Warp-wide producer (A/B build define, TK_UNIFORM_PRODUCER=1; default 0: one thread): the
-// producer warp's 32 lanes all walk the units and k tiles (identical values, warp-uniform control
-// flow, so ptxas can keep coordinates and addresses in uniform registers) and lane 0 alone arrives
-// and issues the TMA copies. Why: a one-thread loop wraps every UTMALDG in an ELECT / R2UR
-// waterfall, and 2026-11-28c measured the producer's k loop on the critical path (benchmarks/NOTES.md).
+// Warp-wide producer (default; TK_BUILD_DEFINES=TK_UNIFORM_PRODUCER=0 gives the one-thread loop,
+// =2 the warp only in unclustered kernels): the producer warp's 32 lanes all walk the units and k
+// tiles (identical values, warp-uniform control flow, so ptxas keeps coordinates and addresses in
+// uniform registers) and lane 0 alone arrives and issues the TMA copies. Why: a one-thread loop
+// wraps every UTMALDG in an ELECT / R2UR waterfall, and the producer's k loop is on the
+// one-warpgroup kernels' critical path. H200, 2026-11-28d, TF/s one thread / warp: clean L2
+// 64x4096x4096 124 / 135, dirty 119 / 121.5; 128x4096x4096 (2-CTA cluster) dirty 220 / 214, clean
+// 231 / 230; the rest even (benchmarks/NOTES.md). =2 is that cluster result's A/B, not yet run.
 #ifndef TK_UNIFORM_PRODUCER
-#define TK_UNIFORM_PRODUCER 0
+#define TK_UNIFORM_PRODUCER 1
 #endif
+
+namespace tk::hopper {
+// Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
+constexpr bool warp_producer(int cluster) {
+  return TK_UNIFORM_PRODUCER == 1 || (TK_UNIFORM_PRODUCER == 2 && cluster == 1);
+}
+}  // namespace tk::hopper

@@ -9,7 +9,7 @@ namespace tk::hopper {
 using namespace kittens::hopper;
 
 // Producer side, for its `handed`-th hand-off: the unit id it takes next. Rank 0 of a cluster
-// draws a ticket (lead lane only; broadcast to the warp with TK_UNIFORM_PRODUCER) and writes the
+// draws a ticket (lead lane only; broadcast to the warp by a warp_producer) and writes the
 // id into every CTA's slot; the other ranks read it from their own slot and free rank 0's.
 template <int CLUSTER, int SLOTS>
 __device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lead, int* unit_counter, int units,
@@ -27,7 +27,7 @@ __device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lea
       ticket = atomicAdd(unit_counter, 1);
       if (ticket == units - 1) atomicExch(unit_counter, 0);
     }
-    if constexpr (TK_UNIFORM_PRODUCER) ticket = __shfl_sync(0xffffffffu, ticket, 0);
+    if constexpr (warp_producer(CLUSTER)) ticket = __shfl_sync(0xffffffffu, ticket, 0);
     u = unit_stride + ticket;
     mbar_wait(&sched_empty[slot], parity ^ 1);
     if (lead) {
@@ -42,7 +42,7 @@ __device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lea
   } else {
     mbar_wait<true>(&sched_full[slot], parity);
     u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-    if constexpr (TK_UNIFORM_PRODUCER) __syncwarp();  // every lane read it before the slot is freed
+    if constexpr (warp_producer(CLUSTER)) __syncwarp();  // every lane read it before the slot is freed
     if (lead) mbar_arrive_cluster(&sched_empty[slot], 0);
   }
   return u;
