@@ -3,7 +3,7 @@
 # (compile-time variants, e.g. TK_STAGING_BUFFERS_256=4), and a third, C, when AB_DEFINES_C is set. Builds both, checks B with a short GPU
 # test selection, then times both alternately (one bench_gemm process per round and build).
 # Usage: AB_DEFINES=NAME=VALUE[,...] AB_SHAPES=MxNxK,... [AB_ROUNDS=3] [AB_LAYOUTS=NT]
-#        [AB_TESTS="pytest -k expression"] bash scripts/ab_build.sh
+#        [AB_TESTS="pytest -k expression"] [AB_TEST_S=150] bash scripts/ab_build.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_abb}
@@ -23,8 +23,9 @@ build "${AB_DEFINES:?AB_DEFINES: NAME=VALUE list for build B}" B
 VARIANTS="A B"
 if [ -n "${AB_DEFINES_C:-}" ]; then build "$AB_DEFINES_C" C; VARIANTS="A B C"; fi
 if [ -n "${AB_TESTS:-}" ]; then
-  python3 -m pytest -q -x test/test_gpu.py -k "$AB_TESTS" > "$OUT/pytest_B.log" 2>&1
-  echo "B tests: $(tail -n 1 "$OUT/pytest_B.log")"
+  # time-boxed (AB_TEST_S, default 150 s), so that a broad selection cannot eat the timing rounds
+  timeout "${AB_TEST_S:-150}" python3 -m pytest -q -x test/test_gpu.py -k "$AB_TESTS" > "$OUT/pytest_B.log" 2>&1
+  echo "B tests (rc $?): $(tail -n 1 "$OUT/pytest_B.log")"
 fi
 S=${AB_SHAPES:?AB_SHAPES: comma list MxNxK}
 for r in $(seq "${AB_ROUNDS:-3}"); do
