@@ -713,9 +713,10 @@ def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
                                    (100, 8200, 8300), (128, 4096, 40), (130, 2100, 130)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bm64(shape, layout, dtype):
-    """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped CTA pairs multicasting the
-    weight tile (64x64 with an odd number of row tiles, so one pair's second CTA is past M; 64x128;
-    a 16-B output pitch: the TMA-store epilogue) and swapped unsplit plans (64x64, 64x128), tails
+    """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped, unclustered (64x64 with an
+    odd number of row tiles; 64x128; a 16-B output pitch: the TMA-store epilogue; the CTA pairs
+    those plans had before 2026-11-28e: test_bm64_pairs_in_child_process) and swapped unsplit
+    plans (64x64, 64x128), tails
     in M, N and K, addmm terms; one k tile (K = 40), three and nine: the 64x64 kernels load two k
     tiles per stage, so an odd count ends on a tile past K that arrives zero-filled."""
     if os.environ.get("TK_HOPPER_BM64") == "0":
@@ -1010,6 +1011,27 @@ def test_bn144_forced_in_child_process():
     """The 144-wide kernels running several units per CTA (TK_HOPPER_TILE forces the tile)."""
     out = _pytest_child({"TK_HOPPER_TILE": _FORCED_144}, "test_gemm_bn144_many_units", timeout=400)
     assert re.search(r"\b16 passed", out), out[-4000:]
+
+
+_FORCED_BM64_PAIRS = "0:64:64:1:2"
+
+
+@_forced_tile_params([(150, 2100, 1000), (128, 4096, 40), (130, 2100, 130)])
+def test_gemm_bm64_pairs_forced(shape, layout, dtype):
+    """Unswapped 64x64 tiles in 2-CTA clusters multicasting the weight tile (plan.h kBm64RowPairs,
+    off by default since 2026-11-28e; forced by TK_HOPPER_TILE, test_bm64_pairs_in_child_process
+    runs this under it): an odd number of row tiles (150: the last pair's second CTA lies past M),
+    one k tile (K = 40) and three (the 64x64 kernels load two k tiles per stage, so an odd count
+    ends on a tile past K that arrives zero-filled), N tails, plain GEMM and addmm terms."""
+    _forced_tile_case(_FORCED_BM64_PAIRS, "test_bm64_pairs_in_child_process", shape, layout, dtype,
+                      {"swap_ab": False, "bm": 64, "bn": 64, "cluster": 2}, "bm64 pairs forced")
+
+
+@needs_hopper
+def test_bm64_pairs_in_child_process():
+    """The clustered 64x64 kernels (TK_HOPPER_TILE forces the tile)."""
+    out = _pytest_child({"TK_HOPPER_TILE": _FORCED_BM64_PAIRS}, "test_gemm_bm64_pairs_forced", timeout=400)
+    assert re.search(r"\b24 passed", out), out[-4000:]
 
 
 _FORCED_224 = "0:128:224:1:1"

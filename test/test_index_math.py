@@ -865,8 +865,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
             want = (0, 0)
         assert (q["sk_tiles"], q["sk_parts"]) == want
         assert {**q, "sk_tiles": 0, "sk_parts": 0} == q0
-    # 64-row tiles (default): rule 1, 65..256 tokens unswapped in CTA pairs sharing the weight
-    # tile, at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
+    # 64-row tiles (default): rule 1, 65..256 tokens unswapped (unclustered: plan.h kBm64RowPairs
+    # = 0), at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
     b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0, stream_k=0, mid64=0)
     assert b == _C.hopper_plan(M, N, K, sms, all_widths, 2, bm64=True, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0,
@@ -879,8 +879,8 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     elif not b["swap_ab"]:
         assert p["swap_ab"] and 64 < M <= 256 and all_widths and k_tiles <= 128
         t64 = -(-M // 64) * -(-N // b["bn"])
-        assert b["cluster"] == 2 and b["splits"] == 1 and b["bn"] <= 128 and 2 * t64 >= sms
-        assert b["units"] == -(-M // 128) * -(-N // b["bn"]) and b["grid"] == 2 * min(b["units"], sms // 2)
+        assert b["cluster"] == 1 and b["splits"] == 1 and b["bn"] <= 128 and 2 * t64 >= sms
+        assert b["units"] == t64 and b["grid"] == min(t64, sms)
     else:
         assert p["swap_ab"] and all_widths and p["splits"] > 1
         assert b["splits"] == 1 and b["bn"] <= 128 and b["cluster"] == 1 and b["sk_tiles"] == 0
@@ -950,9 +950,11 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
     assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles
-    # 64-row tiles: 128x4096x4096 -> 128 unsplit 64x64 tiles in 64 CTA pairs sharing the weight
-    # tile, instead of 64 swapped 128x64 tiles x 2 K splits
+    # 64-row tiles: 128x4096x4096 -> 128 unsplit, unclustered 64x64 tiles instead of 64 swapped
+    # 128x64 tiles x 2 K splits (forced CTA pairs: 64 units)
     b = _C.hopper_plan(128, 4096, 4096, 132)
+    assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"], b["units"]) == (False, 64, 64, 1, 1, 128)
+    b = _C.hopper_plan(128, 4096, 4096, 132, tile=(False, 64, 64, 1, 2))
     assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"], b["units"]) == (False, 64, 64, 1, 2, 64)
     b = _C.hopper_plan(64, 8192, 8192, 132)  # swapped 64x64 tiles: 128, unsplit (128-row: 64 x 2 splits)
     assert (b["swap_ab"], b["bm"], b["bn"], b["splits"], b["cluster"]) == (True, 64, 64, 1, 1)
@@ -1098,7 +1100,7 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     (256, 14336, 4096, 2, None),               # 112 tiles: 192-wide would take 2 waves
     (256, 4096, 14336, 2, None),               # split plans: unchanged
     (8192, 8192, 8192, 2, None),               # several waves: unchanged
-    (200, 4096, 4096, 2, None),                # 64-row pairs: unchanged
+    (200, 4096, 4096, 2, None),                # 64-row tiles (rule 1): unchanged
     (384, 4096, 14336, 2, None),
     (384, 4096, 14336, 3, (False, 192, 132)),  # split plans too: 48 tiles x 2 splits -> 66 x 2
     (200, 6000, 16000, 3, (False, 192, 128)),  # swapped 47 x 2 -> unswapped 64 x 2

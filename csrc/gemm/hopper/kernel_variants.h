@@ -18,16 +18,19 @@
 #ifndef TK_EARLY_RELEASE
 #define TK_EARLY_RELEASE 1
 #endif
-// Warp-wide producer (default; TK_BUILD_DEFINES=TK_UNIFORM_PRODUCER=0 gives the one-thread loop,
-// =2 the warp only in unclustered kernels): the producer warp's 32 lanes all walk the units and k
-// tiles (identical values, warp-uniform control flow, so ptxas keeps coordinates and addresses in
+// Warp-wide producer in unclustered kernels (default, TK_UNIFORM_PRODUCER=2; =1 in every kernel,
+// =0 nowhere: the one-thread loop): the producer warp's 32 lanes all walk the units and k tiles
+// (identical values, warp-uniform control flow, so ptxas keeps coordinates and addresses in
 // uniform registers) and lane 0 alone arrives and issues the TMA copies. Why: a one-thread loop
 // wraps every UTMALDG in an ELECT / R2UR waterfall, and the producer's k loop is on the
 // one-warpgroup kernels' critical path. H200, 2026-11-28d, TF/s one thread / warp: clean L2
-// 64x4096x4096 124 / 135, dirty 119 / 121.5; 128x4096x4096 (2-CTA cluster) dirty 220 / 214, clean
-// 231 / 230; the rest even (benchmarks/NOTES.md). =2 is that cluster result's A/B, not yet run.
+// 64x4096x4096 124 / 135, dirty 119 / 121.5; the rest even. Clustered kernels keep the one-thread
+// loop: H200 2026-11-28e (=1 -> =2, 3 dirty / 3 clean rounds, median us) 2-CTA 64-row pairs
+// 256x4096x4096 24.0 / 23.3 -> 23.1 / 22.2, 128x4096x4096 19.9 / 20.0 -> 19.5 / 19.6,
+// 128x8192x8192 44.2 -> 43.9; clustered 128x256 even (8192x28672x4096 2.747 -> 2.774 ms dirty,
+// within the rounds' spread) (benchmarks/NOTES.md).
 #ifndef TK_UNIFORM_PRODUCER
-#define TK_UNIFORM_PRODUCER 1
+#define TK_UNIFORM_PRODUCER 2
 #endif
 
 namespace tk::hopper {

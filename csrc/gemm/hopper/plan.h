@@ -19,9 +19,9 @@
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
 //  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
-//    65..256 tokens unswapped, CTA pairs sharing the weight tile, e.g. 128x4096x4096 -> 128 tiles
-//    of 64x64 (cuBLAS's tile there) instead of 64 tiles of 128x64 x 2 K splits: H100 28.7 ->
-//    24.9 us; or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us; at K <= 8192
+//    65..256 tokens unswapped (unclustered since 2026-11-28e, kBm64RowPairs), e.g. 128x4096x4096
+//    -> 128 tiles of 64x64 (cuBLAS's tile there) instead of 64 tiles of 128x64 x 2 K splits: H100
+//    28.7 -> 24.9 us (as CTA pairs); or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us; at K <= 8192
 //    also when the unsplit tiles fill 3/8 of the SMs: 64x4096x4096 20.3 -> 17.8 us). A 64 x 256
 //    tile (one warpgroup) measured 2-24% slower than 128-row tiles, hence the width bound.
 //  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
@@ -202,6 +202,13 @@ constexpr int kOddWidths = 7;
 // 256x8192x4096 31.7 -> 31.0, 128x14336x4096 40.6 -> 40.3, 200x6144x4096 29.7 -> 29.6
 // (TK_HOPPER_UNSWAP128=0 for the swapped plan).
 constexpr int kUnswapOneWave128 = 1;
+// 1: 64-row rule 1's tiles (plan_gemm) run as 2-CTA clusters multicasting the weight tile (the
+// default until 2026-11-28e); 0: unclustered. H200 (2026-11-28e, forced tiles on one build with
+// the warp-wide producer in unclustered kernels, 2 rounds, NT, median us, dirty / clean L2, pairs
+// -> unclustered): 96x4096x4096 19.5 / 19.5 -> 17.9 / 16.8, 128x4096x4096 19.7 / 19.6 -> 17.4 /
+// 16.8, 192x4096x4096 23.2 / 22.5 -> 20.4 / 19.0, 256x4096x4096 23.1 / 22.6 -> 20.7 / 19.3,
+// 128x8192x8192 44.4 / 40.8 -> 43.1 / 40.3 (benchmarks/NOTES.md).
+constexpr int kBm64RowPairs = 0;
 // 1: every GEMM call launched as a programmatic dependent (dispatch.cpp, TK_HOPPER_PDL); 0: only
 // after a re-pitch copy.
 constexpr int kDependentLaunch = 0;
@@ -303,8 +310,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.bm = 128;
   shape(128, p.bn, p.splits);
   // 64-row rule 1: 65..256 tokens (K within the narrowing bound) stay unswapped in 64-row tiles
-  // of at most 128 columns, CTA pairs multicasting the weight tile, when that fills at least half
-  // of the SMs unsplit (cuBLAS's 64x64 2x1-cluster kernel on 128x4096x4096).
+  // of at most 128 columns when that fills at least half of the SMs unsplit (cuBLAS's 64x64 tile
+  // on 128x4096x4096), in CTA pairs multicasting the weight tile only if kBm64RowPairs.
   bool pair_rows = false;
   // bm64_bn (64 or 128; an A/B knob, TK_HOPPER_BM64_BN) forces the width and drops the fill test.
   if (bm64 && p.swap_ab && M > 64 && narrow) {
@@ -313,7 +320,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       p.swap_ab = false;
       rows = M, cols = N;
       p.bm = 64, p.bn = bn, p.splits = 1;
-      pair_rows = true;
+      pair_rows = kBm64RowPairs != 0;
     }
   }
   // 64-row rule 2: other swapped problems whose 128-row tiles need K splits, when 64-row tiles
