@@ -20,7 +20,7 @@ constexpr int kXpBare = 32;
 // call in the kernel makes ptxas serialize every wgmma of it (C7510, "wgmma pipeline crossing
 // function boundary"), which is how an earlier printf-based trace measured a serialized
 // mainloop (64x64 tile: ~520 cycles per k tile instead of ~130).
-constexpr int kXpTrace = 16, kTraceLen = 72, kTraceRecords = 8;
+constexpr int kXpTrace = 16, kTraceLen = 136, kTraceRecords = 8;
 // kXpTraceUnits (with kXpTrace): consumer 0 records, per unit, its start, the point where its k
 // tiles are issued and the next unit is decoded, and its last wgmma's completion.
 constexpr int kXpTraceUnits = 64;
