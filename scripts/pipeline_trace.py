@@ -8,8 +8,9 @@ at which the producer won each k tile's empty slot (= issued its TMA loads) and 
 consumer 0 saw the tile full. This script runs the call in a child process with
 TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns), the first
 tile's load latency, the median issue->full latency, the median interval between full tiles,
-and the end (after the epilogue; with more than 135 k tiles, the last recorded one: kTraceLen = 136 records per role), all in cycles, plus the full gaps' and latencies' p10 / p90 (the first 16 records of each; TK_TRACE_FULL=1:
-all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
+and the end (after the epilogue; with more than 135 k tiles, the last recorded one: kTraceLen =
+136 records per role), all in cycles, plus the full gaps' and latencies' p10 / p90 (the first 16
+records of each; TK_TRACE_FULL=1: all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
 32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
 (the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
 epilogue cycles per unit; 64 + 128: also the deferred epilogue's immediate rounds and packing).

@@ -716,9 +716,9 @@ def test_gemm_bm64(shape, layout, dtype):
     """64-row tiles (one consumer warpgroup; plan.h `bm`): unswapped, unclustered (64x64 with an
     odd number of row tiles; 64x128; a 16-B output pitch: the TMA-store epilogue; the CTA pairs
     those plans had before 2026-11-28e: test_bm64_pairs_in_child_process) and swapped unsplit
-    plans (64x64, 64x128), tails
-    in M, N and K, addmm terms; one k tile (K = 40), three and nine: the 64x64 kernels load two k
-    tiles per stage, so an odd count ends on a tile past K that arrives zero-filled."""
+    plans (64x64, 64x128), tails in M, N and K, addmm terms; one k tile (K = 40), three and nine:
+    the 64x64 kernels load two k tiles per stage, so an odd count ends on a tile past K that
+    arrives zero-filled."""
     if os.environ.get("TK_HOPPER_BM64") == "0":
         pytest.skip("TK_HOPPER_BM64=0 turns 64-row tiles off")
     M, N, K = shape

@@ -21,8 +21,9 @@
 //  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
 //    65..256 tokens unswapped (unclustered since 2026-11-28e, kBm64RowPairs), e.g. 128x4096x4096
 //    -> 128 tiles of 64x64 (cuBLAS's tile there) instead of 64 tiles of 128x64 x 2 K splits: H100
-//    28.7 -> 24.9 us (as CTA pairs); or swapped, when it removes a K split (64x8192x8192 65.0 -> 62.6 us; at K <= 8192
-//    also when the unsplit tiles fill 3/8 of the SMs: 64x4096x4096 20.3 -> 17.8 us). A 64 x 256
+//    28.7 -> 24.9 us (as CTA pairs); or swapped, when it removes a K split (64x8192x8192 65.0 ->
+//    62.6 us; at K <= 8192 also when the unsplit tiles fill 3/8 of the SMs: 64x4096x4096 20.3 ->
+//    17.8 us). A 64 x 256
 //    tile (one warpgroup) measured 2-24% slower than 128-row tiles, hence the width bound.
 //  - dynamic: more units than CTAs (clusters) and >= kDynamicMinKTiles k tiles per unit: CTAs take
 //    units in raster order from an atomic counter (gemm_kernel.cuh) instead of a fixed stride.
