@@ -10,10 +10,15 @@ TK_HOPPER_EXPERIMENT=16, then prints per CTA: the start offset (globaltimer, ns)
 tile's load latency, the median issue->full latency, the median interval between full tiles,
 and the end (after the epilogue; with more than 135 k tiles, the last recorded one: kTraceLen =
 136 records per role), all in cycles, plus the full gaps' and latencies' p10 / p90 (the first 16
-records of each; TK_TRACE_FULL=1: all). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
+records of each; TK_TRACE_FULL=1: all). TK_TRACE_L2=dirty|clean: bench_gemm's L2 states before the
+traced call (default warm: right after 3 untraced calls); TK_TRACE_PRIME=MxNxK[:LAYOUT]: a call
+of that shape after the flush, before the traced one (the same kernel on other data brings the
+kernel's code back into L2). TK_TRACE_EXTRA adds kXp bits: 2 (no loads),
 32 + 2 (no barriers either), 64 (consumer 0 records each unit's start, the end of its issue
 (the next unit decoded) and its last wgmma's completion instead of k tiles: mainloop, drain and
-epilogue cycles per unit; 64 + 128: also the deferred epilogue's immediate rounds and packing).
+epilogue cycles per unit; 64 + 128: also the deferred epilogue's immediate rounds and packing),
+8192 (every CTA's SM, start and end: the spread of CTA run times), 16384 + (d << 16) (an L2
+prefetch of each unit's output boxes d k tiles before its end; d = 0: at its first k tile).
 """
 import os
 import re
@@ -36,6 +41,23 @@ def child(spec):
     a, b = layout_operands(M, N, K, lay)
     for _ in range(3):  # warm: descriptors, attributes, L2 state like a benchmark loop
         torch_tk.gemm(a, b)
+    prime = os.environ.get("TK_TRACE_PRIME")  # MxNxK[:LAYOUT] (default: the traced call's layout)
+    keep = []  # the prime's output, alive until the traced call has run (so that one writes elsewhere)
+    if prime:
+        pshape, _, play = prime.partition(":")
+        pm, pn, pk = (int(x) for x in pshape.split("x"))
+        pa, pb = layout_operands(pm, pn, pk, play or lay)
+    flush = os.environ.get("TK_TRACE_L2", "warm")
+    if flush in ("dirty", "clean"):  # bench_gemm's --l2 states: a 256 MB memset (then a 256 MB read)
+        buf = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
+        clean = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+        torch.cuda.synchronize()
+        buf.fill_(1.0)
+        if flush == "clean":
+            torch.sum(clean)
+    if prime:  # the kernel's code (not its data) back in L2 / the instruction caches
+        keep.append(torch_tk.gemm(pa, pb))
+        print("prime plan", torch_tk._C.hopper_dispatch_plan(pm, pn, pk, 0, False))
     torch.cuda.synchronize()
     # Re-read per call in an experiment build; TK_TRACE_EXTRA adds other kXp bits (e.g. 32).
     os.environ["TK_HOPPER_EXPERIMENT"] = str(16 | int(os.environ.get("TK_TRACE_EXTRA", "0")))
@@ -60,6 +82,7 @@ def summarize(text, units=False):
         if m:
             key = (m.group(1), int(m.group(2)))
             rows.setdefault(key, {})[int(m.group(3))] = [int(v) for v in m.group(4).split()]
+    summarize_spans(text)
     if not starts:
         print("no trace lines (is this a TK_EXPERIMENTS=1 build?)")
         return
@@ -81,6 +104,8 @@ def summarize(text, units=False):
             ql = statistics.quantiles(lat, n=10) if len(lat) >= 10 else [0] * 9
             print(f"      full gap p10 / p90 {q[0]:.0f} / {q[-1]:.0f}, mean {statistics.fmean(gaps):.0f}; "
                   f"issue->full latency p10 / p90 {ql[0]:.0f} / {ql[-1]:.0f}")
+            qs = [gaps[i * len(gaps) // 4:(i + 1) * len(gaps) // 4] for i in range(4)]
+            print("      full gap mean by quarter of the k loop: " + " / ".join(f"{statistics.fmean(g):.0f}" for g in qs))
         show = None if os.environ.get("TK_TRACE_FULL") else 16  # TK_TRACE_FULL=1: every record
         print(f"      issue: {prod[:show]} ...")
         print(f"      full : {cons[:show]} ...")
@@ -112,6 +137,26 @@ def summarize(text, units=False):
                       f"immediate {imm[:8]}")
 
 
+def summarize_spans(text):
+    """kXpSpans (TK_TRACE_EXTRA=8192): every CTA's SM, start and end (ns from the first start)."""
+    spans = [tuple(int(v) for v in m.groups()) for m in
+             re.finditer(r"tk-span block (\d+) sm (\d+) start-ns (\d+) end-ns (\d+)", text)]
+    if not spans:
+        return
+    dur = sorted(e - s for _, _, s, e in spans)
+    q = statistics.quantiles(dur, n=10) if len(dur) >= 10 else [dur[0]] * 9
+    print(f"CTA spans ({len(spans)} CTAs, ns): start max {max(s for _, _, s, _ in spans)}, end min / median / max "
+          f"{min(e for *_, e in spans)} / {statistics.median(e for *_, e in spans):.0f} / {max(e for *_, e in spans)}; "
+          f"run time min / p10 / median / p90 / max {dur[0]} / {q[0]:.0f} / {statistics.median(dur):.0f} / "
+          f"{q[-1]:.0f} / {dur[-1]}")
+    slow = sorted(spans, key=lambda t: t[2] - t[3])[:8]
+    print("  slowest (block, sm, run ns): " + ", ".join(f"({b}, {sm}, {e - s})" for b, sm, s, e in slow))
+    fast = sorted(spans, key=lambda t: t[3] - t[2])[:4]
+    print("  fastest (block, sm, run ns): " + ", ".join(f"({b}, {sm}, {e - s})" for b, sm, s, e in fast))
+    if os.environ.get("TK_TRACE_FULL"):
+        print("  by block (run ns): " + " ".join(str(e - s) for _, _, s, e in sorted(spans)))
+
+
 def main(argv):
     if len(argv) > 1 and argv[1] == "--child":
         child(argv[2])
@@ -121,7 +166,7 @@ def main(argv):
         print(f"==== {spec} (rc {r.returncode})")
         if r.returncode:
             print(r.stderr[-2000:])
-        print("\n".join(line for line in r.stdout.splitlines() if line.startswith("plan")))
+        print("\n".join(line for line in r.stdout.splitlines() if line.startswith(("plan", "prime plan"))))
         extra = int(os.environ.get("TK_TRACE_EXTRA", "0"))
         summarize(r.stdout, units=(3 if extra & 4096 else 2 if extra & 128 else 1) if extra & 64 else 0)
     return 0

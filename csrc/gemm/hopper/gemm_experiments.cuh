@@ -35,6 +35,19 @@ constexpr int kXpEpiNoWait = 256, kXpEpiNoFill = 512, kXpEpiNoFence = 1024, kXpE
 // the staging writes, the fence, the second barrier and the store's issue. Each record costs
 // ~200 cycles itself (a clock read, a local-memory store): they locate costs, they do not price them.
 constexpr int kXpTraceRound = 4096;
+// kXpSpans (with kXpTrace): every CTA also records its SM, its start and the end of consumer
+// 0's last epilogue (globaltimer ns) into CtaSpan[kSpanMax] after the TraceRecords: the spread of
+// CTA run times, i.e. whether a kernel's time is set by a few slow CTAs or by all of them.
+constexpr int kXpSpans = 8192, kSpanMax = 1024;
+// kXpPrefetchOut: the producer prefetches each unit's TMA-stored output boxes into L2 after
+// issuing the k tile (xp >> 16) & 255 k tiles before the unit's end (0: its first), so that the
+// epilogue's stores find their lines in L2 (2026-11-28f: single-unit CTAs' epilogues took 11-16k
+// cycles after an L2 flush, 3k with the output lines still in L2).
+constexpr int kXpPrefetchOut = 16384;
+struct CtaSpan {
+  unsigned long long start_ns, end_ns;
+  int block, smid;
+};
 struct EpiMarks {
   unsigned* tr;
   int* tn;
@@ -75,6 +88,14 @@ __device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, 
   r->block = int(blockIdx.x);
   r->n = n;
   for (int i = 0; i < n; ++i) r->t[i] = tr[i];
+}
+
+__device__ __forceinline__ void write_span(void* trace, unsigned long long g0) {
+  if (trace == nullptr || blockIdx.x >= unsigned(kSpanMax)) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(smid));
+  CtaSpan* s = reinterpret_cast<CtaSpan*>(static_cast<TraceRecord*>(trace) + kTraceRecords) + blockIdx.x;
+  *s = CtaSpan{g0, global_ns(), int(blockIdx.x), int(smid)};
 }
 
 }  // namespace tk::hopper

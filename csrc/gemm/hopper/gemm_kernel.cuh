@@ -61,6 +61,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const bool trace_cta = trace_record(trace_buf, 0) != nullptr;
   const unsigned long long trace_g0 = trace_cta ? global_ns() : 0;
   const long long trace_c0 = trace_cta ? clock64() : 0;
+  const unsigned long long span_g0 = trace_buf != nullptr && (xp & kXpSpans) ? global_ns() : 0;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* const after_ring = smem + L::STAGES * L::STAGE_BYTES;
@@ -230,6 +231,16 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             else
               L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
+          if ((xp & kXpPrefetchOut) && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) &&
+              kt == max(kr.begin, kr.end - ((xp >> 16) & 255))) {
+#pragma unroll
+            for (int r = 0; r < L::BM / 64; ++r)
+#pragma unroll
+              for (int h = 0; h < (L::BN + 63) / 64; ++h) {
+                if (store_mode == kStoreTma) tma_prefetch_l2_2d(&tm_out, n0 + 64 * h, m0 + 64 * r);
+                else tma_prefetch_l2_2d(&tm_out, m0 + 64 * r, n0 + 64 * h);
+              }
+          }
         }
         if (L::kStreamK && in_sk) {
           u -= kr.end - kr.begin;
@@ -381,6 +392,20 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
     stash_unit(u);
+    // Code warm-up (kernel_variants.h code_warmup): a first, empty unit in row tile tiles_m (past
+    // the last) runs the epilogue path of the CTA's first real one (its TMA boxes lie wholly
+    // outside the output, so nothing is written), fetching that code while the first stages load.
+    // The unit is known by its row tile alone, compared after the mainloop (no flag is carried).
+    constexpr bool kWarmup = code_warmup(L::BN) && !L::kStreamK && !L::kRingStaging;
+    if (kWarmup && more && !ep.fused_split && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed))
+      w_next = WorkUnit{TileCoord{tiles_m, 0}, 0}, kr_next = KRange{0, 0};
+    // Whether the CTA's first real unit is also its last (static schedule): the warm-up then takes
+    // the final epilogue path, not the early k tiles'. From special registers, where it is needed.
+    auto single_unit = [&]() {
+      if (!kWarmup || dynamic) return false;
+      if constexpr (L::CLUSTER > 1) return int(cluster_id_x() + cluster_count_x()) >= grid_const(2);
+      return int(blockIdx.x + gridDim.x) >= grid_const(2);
+    };
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
       const WorkUnit w = w_next;
@@ -434,8 +459,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       primed = 0;
       u = unstash_unit(u);
       const int unit_u = u;
-      u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
-      more = in_sk ? u > sk_lo : u < grid_const(2);
+      const bool warm = kWarmup && w.tile.m >= grid_const(0);
+      if (!warm) {  // (the warm-up's next unit is the CTA's first real one)
+        u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
+        more = in_sk ? u > sk_lo : u < grid_const(2);
+      }
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       stash_unit(u);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -457,7 +485,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
         if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
         if constexpr (L::EARLY_KTILES > 0) {
-          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
+          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more &&
+              !(warm && single_unit()) && !in_sk &&
               kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
             while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             // Every round packed (the held ones and the immediate ones), the next unit's first
@@ -575,6 +604,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
       write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
     }
+    if (span_g0 != 0 && cw == 0 && thread_in_warpgroup() == 0) write_span(trace_buf, span_g0);
     while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
     if constexpr (L::kTmaStore) {
       if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)

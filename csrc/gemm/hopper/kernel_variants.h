@@ -33,9 +33,26 @@
 #define TK_UNIFORM_PRODUCER 2
 #endif
 
+// Code warm-up (TK_CODE_WARMUP=1, build define for A/B; default 0): the consumers first run an
+// empty unit whose TMA-stored boxes lie past the output's last row (so nothing is written), taking
+// the epilogue path their first real unit will take. Why: after an L2 flush the kernel's code is
+// in DRAM, and a single-unit CTA's epilogue then waits on instruction fetches: H200 2026-11-28f
+// (pipeline_trace.py, 256x8192x8192 NT, clean L2) epilogue 10-13k cycles, 2.7-3.6k with the same
+// kernel run once just before on other data (TK_TRACE_PRIME; a prime of another kernel: no
+// change), CTA run time 56.4 -> 50.1 us. The warm-up moves those fetches under the first stages'
+// load latency.
+// Not in the 128 x 256 kernels: there it spilled 8-16 B (the first form, a flag carried through
+// the unit loop, 16-24 B), and their long mainloops evict the code again anyway (2048x2048x8192
+// TN: a same-kernel prime left the epilogue at 11-14k cycles).
+#ifndef TK_CODE_WARMUP
+#define TK_CODE_WARMUP 0
+#endif
+
 namespace tk::hopper {
 // Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
 constexpr bool warp_producer(int cluster) {
   return TK_UNIFORM_PRODUCER == 1 || (TK_UNIFORM_PRODUCER == 2 && cluster == 1);
 }
+// Whether a kernel BN columns wide runs the code warm-up (above).
+constexpr bool code_warmup(int bn) { return TK_CODE_WARMUP != 0 && bn != 256; }
 }  // namespace tk::hopper

@@ -45,6 +45,17 @@ inline void print_trace_records(const TraceRecord* dev_records, cudaStream_t str
       std::printf("\n");
     }
   }
+  // kXpSpans: one line per CTA that wrote its span (start, end relative to the earliest start).
+  static CtaSpan spans[kSpanMax];
+  if (cudaMemcpy(spans, reinterpret_cast<const CtaSpan*>(dev_records + kTraceRecords), sizeof(spans),
+                 cudaMemcpyDeviceToHost) == cudaSuccess) {
+    unsigned long long g0 = ~0ull;
+    for (const CtaSpan& s : spans)
+      if (s.end_ns != 0 && s.start_ns < g0) g0 = s.start_ns;
+    for (const CtaSpan& s : spans)
+      if (s.end_ns != 0)
+        std::printf("tk-span block %d sm %d start-ns %llu end-ns %llu\n", s.block, s.smid, s.start_ns - g0, s.end_ns - g0);
+  }
   std::fflush(stdout);
 }
 #endif
@@ -133,9 +144,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 #ifdef TK_EXPERIMENTS
   if (const char* xp = std::getenv("TK_HOPPER_EXPERIMENT")) ep.experiment = std::atoi(xp);  // read per call
   static TraceRecord* trace_buf = nullptr;  // one device's, experiment build only
-  if ((ep.experiment & kXpTrace) && (trace_buf != nullptr ||
-                                     cudaMalloc(&trace_buf, sizeof(TraceRecord) * kTraceRecords) == cudaSuccess)) {
-    cudaMemsetAsync(trace_buf, 0, sizeof(TraceRecord) * kTraceRecords, stream);
+  constexpr size_t trace_bytes = sizeof(TraceRecord) * kTraceRecords + sizeof(CtaSpan) * kSpanMax;
+  if ((ep.experiment & kXpTrace) && (trace_buf != nullptr || cudaMalloc(&trace_buf, trace_bytes) == cudaSuccess)) {
+    cudaMemsetAsync(trace_buf, 0, trace_bytes, stream);
     ep.trace = trace_buf;
   }
 #endif
