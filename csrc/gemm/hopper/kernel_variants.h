@@ -41,9 +41,9 @@
 // kernel run once just before on other data (TK_TRACE_PRIME; a prime of another kernel: no
 // change), CTA run time 56.4 -> 50.1 us. The warm-up moves those fetches under the first stages'
 // load latency.
-// Not in the 128 x 256 kernels: there it spilled 8-16 B (the first form, a flag carried through
-// the unit loop, 16-24 B), and their long mainloops evict the code again anyway (2048x2048x8192
-// TN: a same-kernel prime left the epilogue at 11-14k cycles).
+// Not in the 128 x 256 kernels (=2: there too, for an A/B): there it spilled 8-16 B (the first
+// form, a flag carried through the unit loop, 16-24 B), and their long mainloops evict the code
+// again anyway (2048x2048x8192 TN: a same-kernel prime left the epilogue at 11-14k cycles).
 #ifndef TK_CODE_WARMUP
 #define TK_CODE_WARMUP 0
 #endif
@@ -54,5 +54,5 @@ constexpr bool warp_producer(int cluster) {
   return TK_UNIFORM_PRODUCER == 1 || (TK_UNIFORM_PRODUCER == 2 && cluster == 1);
 }
 // Whether a kernel BN columns wide runs the code warm-up (above).
-constexpr bool code_warmup(int bn) { return TK_CODE_WARMUP != 0 && bn != 256; }
+constexpr bool code_warmup(int bn) { return TK_CODE_WARMUP == 2 || (TK_CODE_WARMUP == 1 && bn != 256); }
 }  // namespace tk::hopper
