@@ -2,6 +2,7 @@
 // TK_HOPPER_EXPERIMENT in a TK_EXPERIMENTS build, benchmarks/ab_env.py, scripts/pipeline_trace.py).
 #pragma once
 #include <cstdint>
+#include "../../kittens/hopper/tma.cuh"
 
 namespace tk::hopper {
 
@@ -90,6 +91,23 @@ __device__ __forceinline__ void write_trace(TraceRecord* r, const unsigned* tr, 
   for (int i = 0; i < n; ++i) r->t[i] = tr[i];
 }
 
+// kXpPrefetchOut: at the k tile kt == max(kr.begin, kr.end - (xp >> 16) % 256) of a unit whose
+// output is TMA-stored (store_mode kPlain: coordinates (n, m); kTransposed: (m, n), epilogue.cuh
+// tma_round), its L::BM x L::BN output tile at (m0, n0) as 64 x 64 boxes.
+template <class L, int kPlain, int kTransposed, class KRange>
+__device__ __forceinline__ void xp_prefetch_out(int xp, int store_mode, int kt, const KRange& kr,
+                                                const CUtensorMap* tm_out, int m0, int n0) {
+  const int at = kr.end - ((xp >> 16) & 255);
+  const bool transposed = store_mode == kTransposed;
+  if ((store_mode != kPlain && !transposed) || kt != (at > kr.begin ? at : kr.begin)) return;
+#pragma unroll
+  for (int r = 0; r < L::BM / 64; ++r)
+#pragma unroll
+    for (int h = 0; h < (L::BN + 63) / 64; ++h) {
+      if (transposed) kittens::hopper::tma_prefetch_l2_2d(tm_out, m0 + 64 * r, n0 + 64 * h);
+      else kittens::hopper::tma_prefetch_l2_2d(tm_out, n0 + 64 * h, m0 + 64 * r);
+    }
+}
 __device__ __forceinline__ void write_span(void* trace, unsigned long long g0) {
   if (trace == nullptr || blockIdx.x >= unsigned(kSpanMax)) return;
   unsigned smid;

@@ -231,16 +231,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             else
               L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
-          if ((xp & kXpPrefetchOut) && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) &&
-              kt == max(kr.begin, kr.end - ((xp >> 16) & 255))) {
-#pragma unroll
-            for (int r = 0; r < L::BM / 64; ++r)
-#pragma unroll
-              for (int h = 0; h < (L::BN + 63) / 64; ++h) {
-                if (store_mode == kStoreTma) tma_prefetch_l2_2d(&tm_out, n0 + 64 * h, m0 + 64 * r);
-                else tma_prefetch_l2_2d(&tm_out, m0 + 64 * r, n0 + 64 * h);
-              }
-          }
+          if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, m0, n0);
         }
         if (L::kStreamK && in_sk) {
           u -= kr.end - kr.begin;
@@ -392,20 +383,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
     stash_unit(u);
-    // Code warm-up (kernel_variants.h code_warmup): a first, empty unit in row tile tiles_m (past
-    // the last) runs the epilogue path of the CTA's first real one (its TMA boxes lie wholly
-    // outside the output, so nothing is written), fetching that code while the first stages load.
-    // The unit is known by its row tile alone, compared after the mainloop (no flag is carried).
+    // Code warm-up (kernel_variants.h): first an empty unit in row tile tiles_m, past the output.
     constexpr bool kWarmup = code_warmup(L::BN) && !L::kStreamK && !L::kRingStaging;
     if (kWarmup && more && !ep.fused_split && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed))
       w_next = WorkUnit{TileCoord{tiles_m, 0}, 0}, kr_next = KRange{0, 0};
-    // Whether the CTA's first real unit is also its last (static schedule): the warm-up then takes
-    // the final epilogue path, not the early k tiles'. From special registers, where it is needed.
-    auto single_unit = [&]() {
-      if (!kWarmup || dynamic) return false;
-      if constexpr (L::CLUSTER > 1) return int(cluster_id_x() + cluster_count_x()) >= grid_const(2);
-      return int(blockIdx.x + gridDim.x) >= grid_const(2);
-    };
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
       const WorkUnit w = w_next;
@@ -486,7 +467,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
         if constexpr (L::EARLY_KTILES > 0) {
           if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more &&
-              !(warm && single_unit()) && !in_sk &&
+              !(warm && warmup_single_unit<L::CLUSTER>(dynamic, grid_const(2))) && !in_sk &&
               kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
             while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             // Every round packed (the held ones and the immediate ones), the next unit's first
