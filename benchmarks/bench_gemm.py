@@ -138,25 +138,24 @@ def make_timer(args):
     return dirty_l2_timer(args)
 
 
+def _l2_flush(state):
+    """l2_state.l2_flush, imported from this file's folder (also when loaded by path)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from l2_state import l2_flush
+
+    return l2_flush(state)
+
+
 def dirty_l2_timer(args):
     """A 256 MB memset before each call, as triton's do_bench (its dirty lines stay in the L2)."""
-    dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    return events_timer(args, dirty.zero_, "cuda events (median), L2 flushed before each call")
+    return events_timer(args, _l2_flush("dirty"), "cuda events (median), L2 flushed before each call")
 
 
 def clean_l2_timer(args):
-    """After the same 256 MB memset as triton's do_bench, a 256 MB read: it evicts the memset's
-    dirty lines outside the timed window (H200, 2026-11-26d: cuBLAS at 64x4096x4096 17.5 -> 14.2
-    us with it, ours 18.1 -> 18.4; benchmarks/NOTES.md)."""
-    dirty = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    clean = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
-
-    def flush():
-        dirty.zero_()
-        torch.sum(clean)
-
-    return events_timer(args, flush, "cuda events (median), L2 flushed clean before each call "
-                                     "(256 MB memset, then a 256 MB read)")
+    """The same memset, then a 256 MB read: the memset's dirty lines are evicted outside the timed
+    window (l2_state.py)."""
+    return events_timer(args, _l2_flush("clean"), "cuda events (median), L2 flushed clean before each call "
+                                                  "(256 MB memset, then a 256 MB read)")
 
 
 def warm_up(args, fn, sync_each):

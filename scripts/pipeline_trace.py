@@ -33,6 +33,7 @@ def child(spec):
     import torch_tk
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+    from l2_state import l2_flush
     from operands import layout_operands
 
     shape, _, lay = spec.partition(":")
@@ -47,14 +48,11 @@ def child(spec):
         pshape, _, play = prime.partition(":")
         pm, pn, pk = (int(x) for x in pshape.split("x"))
         pa, pb = layout_operands(pm, pn, pk, play or lay)
-    flush = os.environ.get("TK_TRACE_L2", "warm")
-    if flush in ("dirty", "clean"):  # bench_gemm's --l2 states: a 256 MB memset (then a 256 MB read)
-        buf = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
-        clean = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+    state = os.environ.get("TK_TRACE_L2", "warm")
+    if state != "warm":  # bench_gemm's --l2 states (l2_state.py)
+        flush = l2_flush(state)
         torch.cuda.synchronize()
-        buf.fill_(1.0)
-        if flush == "clean":
-            torch.sum(clean)
+        flush()
     if prime:  # the kernel's code (not its data) back in L2 / the instruction caches
         keep.append(torch_tk.gemm(pa, pb))
         print("prime plan", torch_tk._C.hopper_dispatch_plan(pm, pn, pk, 0, False))

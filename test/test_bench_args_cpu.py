@@ -62,3 +62,12 @@ def test_printed_columns_keep_the_positions_the_ab_scripts_read():
     # scripts/ab_knob.sh, ab_build.sh, ab_session.sh: awk $8 = ours/torch, python p[8] = ours ms
     names = [name for name, _ in _bench_gemm().COLS]
     assert names[0] == "suite" and names[7] == "ours/torch" and names[8] == "ours ms"
+
+
+def test_l2_flush_rejects_unknown_states_by_name():
+    # The shared flush (benchmarks/l2_state.py) checks the state before allocating anything.
+    l2 = load_script("benchmarks/l2_state.py", "l2_state_under_test")
+    for bad in ("warm", "hot", ""):
+        with pytest.raises(ValueError, match="state"):
+            l2.l2_flush(bad, device="cpu")
+    assert callable(l2.l2_flush("dirty", device="cpu"))
