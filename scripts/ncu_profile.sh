@@ -7,6 +7,8 @@
 # NCU_BRIEF=1: a few traffic metrics only (time, DRAM bytes, L2 sectors read by the SMs, L2/DRAM
 # throughput, HGMMA count, SM clock), one short block per kernel; much faster than the sections.
 # (sm__pipe_tensor_op_gmma_cycles_active reads "n/a" on the H200 with ncu of CUDA 13.0: not used.)
+# NCU_SOURCE=1: instead, per-PC warp-stall samples of both kernels with caches flushed and kept
+# (scripts/ncu_fetch_stalls.py: stall reasons, executed stretches of code, instruction-fetch stalls).
 # NCU_SUSTAINED=N: instead, the GEMM pair after N back-to-back pairs, clocks not locked (--clock-control
 # none): the SM, L2 and DRAM clocks each kernel gets at the power cap, and its time there.
 # NCU_EXTRA: further ncu arguments for the full-section runs (e.g. "--section MemoryWorkloadAnalysis_Tables");
@@ -27,6 +29,17 @@ for s in $SHAPES; do
         --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__cycles_elapsed.avg.per_second,dram__cycles_elapsed.avg.per_second,lts__t_sectors_srcunit_tex_op_read.sum \
         python3 scripts/ncu_driver.py "$s" "$NCU_SUSTAINED" >> "$OUT/ncu.txt" 2>&1
       echo "== $s $cc (rc=$?)"
+    done
+    continue
+  fi
+  if [ -n "${NCU_SOURCE:-}" ]; then  # per-PC warp-stall samples, caches flushed (all) and kept (none)
+    for cc in all none; do
+      rep="$OUT/src_${s//[^0-9A-Za-z]/_}_$cc"
+      timeout 200 ncu --profile-from-start off --cache-control $cc --warp-sampling-interval 0 \
+        --section WarpStateStats --section SourceCounters --export "$rep" -f \
+        python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
+      ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.csv" 2>> "$OUT/ncu.txt"
+      echo "== $s cache-control $cc"; python3 scripts/ncu_fetch_stalls.py "$rep.csv" | tee -a "$OUT/ncu.txt" | head -n 40
     done
     continue
   fi

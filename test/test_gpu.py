@@ -851,6 +851,16 @@ def test_store_variants_in_child_process(variant):
 
 
 @needs_hopper
+def test_general_body_in_child_process():
+    """TK_HOPPER_PLAIN_BODY=0: plain GEMMs take the kernels' general body (the one addmm and the
+    other store variants take) instead of their plain bodies (csrc/gemm/hopper/plain_body.cuh), and
+    pass the epilogue tests."""
+    out = _pytest_child({"TK_HOPPER_PLAIN_BODY": "0"}, _EPILOGUE_TESTS)
+    m = re.search(r"\b(\d+) passed", out)
+    assert m and int(m.group(1)) >= 100, out[-4000:]
+
+
+@needs_hopper
 @pytest.mark.parametrize("bits", ["0", "3"])
 def test_l2_evict_first_in_child_process(bits):
     """TK_HOPPER_EVICT_FIRST=0 (no L2 policy, also where the plan sets one for B: M <= 256) and =3

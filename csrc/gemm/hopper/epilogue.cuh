@@ -67,6 +67,9 @@ struct Epilogue {
   // Staged copy-out of rows that are not 16-B aligned by the output's 16-B granules
   // (copy_out_granules) rather than element by element (TK_HOPPER_COPY_GRANULES=0, A/B).
   bool granules = true;
+  // A plain GEMM (no C, alpha 1, deferred rounds, no stmatrix, no fused split): the kernel runs its
+  // plain body (plain_body.cuh) where the store mode is a TMA one. Set by the host.
+  bool plain_body = false;
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -43,8 +43,8 @@ constexpr int kXpSpans = 8192, kSpanMax = 1024;
 // kXpPrefetchOut: the producer prefetches each unit's TMA-stored output boxes into L2 after
 // issuing the k tile (xp >> 16) & 255 k tiles before the unit's end (0: its first), so that the
 // epilogue's stores find their lines in L2. Tried 2026-11-28f on single-unit CTAs whose epilogues
-// take 10-13k cycles after an L2 flush (3k warm): no change; the cause was the kernel's code
-// (TK_CODE_WARMUP, kernel_variants.h).
+// take 10-13k cycles after an L2 flush (3k warm): no change; the cause was the kernel's
+// instruction fetches (plain_body.cuh).
 constexpr int kXpPrefetchOut = 16384;
 struct CtaSpan {
   unsigned long long start_ns, end_ns;

@@ -21,6 +21,7 @@
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
+#include "plain_body.cuh"
 #include "sched_ring.cuh"
 
 namespace tk::hopper {
@@ -83,11 +84,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int k_tiles = ceil_div(K, L::BK);
   const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
   // The unit grid {tiles_m, tiles_n, units, k_tiles}, read from shared memory where a unit is
-  // decoded: in registers across the unit loop they left the early k tiles' packed words too
-  // few (ptxas spilled them, 32-54 B per kernel).
+  // decoded: in registers across the unit loop they left the early k tiles' packed words, and the
+  // one-warpgroup kernels' plain bodies (plain_body.cuh), too few (ptxas spilled them, 20-54 B).
   int* const grid_consts = sched_unit + L::SCHED_SLOTS;
   auto grid_const = [&](int i) {
-    if constexpr (L::EARLY_KTILES == 0) return i == 0 ? tiles_m : i == 1 ? tiles_n : i == 2 ? units : k_tiles;
     int v;
     asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(smem_u32(grid_consts + i)));
     return v;
@@ -316,11 +316,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
     // (Deferred rounds only with one strip per warpgroup: its staging is strip cw's.)
     const uint32_t held_staging_s = smem_u32(staging + cw * L::STRIP_STAGING_BYTES);
-    // Stores held round h (< STORE_ROUNDS) of the previous unit.
-    auto store_held = [&](int h) {
-      if constexpr (L::kDeferred)
-        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
-    };
     // One stage's wgmmas as one commit group (its full barrier passed; the fence follows the
     // wait's spin loop: a fence before it made ptxas serialize). Descriptors of stage s: stage
     // 0's plus the stage offset (st_operand::kDescKStep). `first`: a unit's first k tile, whose
@@ -376,6 +371,14 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
       return v;
     };
+    // The unit loop and epilogue, compiled once per body (plain_body.cuh): `ep` and
+    // `store_mode` are this body's, constants in the plain-GEMM ones.
+    auto consume = [&](auto body, const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
+    // Stores held round h (< STORE_ROUNDS) of the previous unit.
+    auto store_held = [&](int h) {
+      if constexpr (L::kDeferred)
+        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
+    };
     int u = first_unit;
     enter_tail(u, in_sk);
     bool more = in_sk ? u > sk_lo : u < grid_const(2);
@@ -383,10 +386,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     KRange kr_next{};
     if (more) decode(u, in_sk, w_next, kr_next, seg);
     stash_unit(u);
-    // Code warm-up (kernel_variants.h): first an empty unit in row tile tiles_m, past the output.
-    constexpr bool kWarmup = code_warmup(L::BN) && !L::kStreamK && !L::kRingStaging;
-    if (kWarmup && more && !ep.fused_split && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed))
-      w_next = WorkUnit{TileCoord{tiles_m, 0}, 0}, kr_next = KRange{0, 0};
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
       const WorkUnit w = w_next;
@@ -440,11 +439,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       primed = 0;
       u = unstash_unit(u);
       const int unit_u = u;
-      const bool warm = kWarmup && w.tile.m >= grid_const(0);
-      if (!warm) {  // (the warm-up's next unit is the CTA's first real one)
-        u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
-        more = in_sk ? u > sk_lo : u < grid_const(2);
-      }
+      u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
+      more = in_sk ? u > sk_lo : u < grid_const(2);
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       stash_unit(u);
       if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -466,8 +462,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
         if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
         if constexpr (L::EARLY_KTILES > 0) {
-          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more &&
-              !(warm && warmup_single_unit<L::CLUSTER>(dynamic, grid_const(2))) && !in_sk &&
+          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
               kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
             while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             // Every round packed (the held ones and the immediate ones), the next unit's first
@@ -591,6 +586,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
         tma_store_wait<0>();  // global writes done before exit
     }
+    };
+    if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(kBodyPlain, plain_epilogue(ep), kStoreTma);
+    else if (plain_body<L>(ep, store_mode)) consume(kBodyPlainT, plain_epilogue(ep), kStoreTmaTransposed);
+    else consume(kBodyGeneral, ep, store_mode);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (L::CLUSTER > 1) cluster_sync();

@@ -176,6 +176,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TK_HOPPER_COPY_GRANULES=0 (A/B, read once): the staged copy-out of unaligned rows element by element.
   static const bool granules = env_flag("TK_HOPPER_COPY_GRANULES", true);
   ep.granules = granules;
+  // TK_HOPPER_PLAIN_BODY=0 (A/B, read once): plain GEMMs take the general body (plain_body.cuh).
+  static const bool plain_body_on = env_flag("TK_HOPPER_PLAIN_BODY", true);
+  ep.plain_body = plain_body_on && ep.c == nullptr && ep.alpha == 1.f && !ep.stmatrix && ep.deferred && !ep.fused_split;
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));

@@ -1,0 +1,47 @@
+// Plain-GEMM bodies of the Hopper GEMM kernel (gemm_kernel.cuh `consume`): the consumers' unit loop
+// and epilogue compiled once more for each TMA store mode (in place, transposed) with the epilogue's
+// runtime variants fixed -- no C term, alpha 1, the deferred rounds, no stmatrix staging -- so
+// the instructions a plain GEMM executes are one stretch of code without the other variants'
+// blocks between them.
+// Why: after an L2 flush the kernel's code comes from DRAM, and the general body's executed
+// epilogue (~620 instructions) lies in ~10 stretches spread over 360 KB of a 27.8k-instruction
+// kernel, each a fresh instruction-cache miss. H200 2026-11-28g, ncu warp-state sampling on
+// 256x8192x8192 NT (one-warpgroup 128x128): 11.4% of our samples stalled on instruction fetch
+// (no_inst) with flushed caches, 7.0% warm; cuBLAS's kernel (1256 instructions) 2.1%; the
+// epilogue's stretches hold 8.5k of our 10.3k no_inst samples (benchmarks/NOTES.md).
+// TK_HOPPER_PLAIN_BODY=0 (runtime, read once; launch_impl.cuh): every GEMM takes the general body.
+#pragma once
+#include <type_traits>
+#include "epilogue.cuh"
+
+namespace tk::hopper {
+// Which body `consume` runs (each instantiated once, so ptxas inlines all three).
+inline constexpr std::integral_constant<int, 0> kBodyGeneral{};
+inline constexpr std::integral_constant<int, 1> kBodyPlain{};
+inline constexpr std::integral_constant<int, 2> kBodyPlainT{};
+
+// Whether the kernel has plain bodies: not without a TMA store, and not in the 128 x 256 kernels,
+// where ptxas spilled with them (both bodies: 328 B; the in-place one alone: 64 B -- the unit
+// loop's next-unit coordinates and ticket count).
+template <class L>
+constexpr bool has_plain_body() {
+  return L::kTmaStore && L::BN != 256;
+}
+// Whether this launch takes a plain body: the host's verdict on the epilogue (Epilogue::plain_body)
+// and a TMA store mode.
+template <class L, typename OutT>
+__device__ __forceinline__ bool plain_body(const Epilogue<OutT>& ep, int store_mode) {
+  return has_plain_body<L>() && ep.plain_body && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed);
+}
+
+// The plain body's epilogue: the launch's, with the fields the host checked (launch_impl.cuh) as
+// constants, so that inlining folds their branches away.
+template <typename OutT>
+__device__ __forceinline__ Epilogue<OutT> plain_epilogue(const Epilogue<OutT>& ep) {
+  Epilogue<OutT> p = ep;
+  p.c = nullptr;
+  p.alpha = 1.f, p.beta = 0.f;
+  p.stmatrix = false, p.deferred = true, p.fused_split = false;
+  return p;
+}
+}  // namespace tk::hopper
