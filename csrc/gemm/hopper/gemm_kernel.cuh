@@ -371,11 +371,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
       return v;
     };
-    // The unit loop and epilogue, compiled once per body (plain_body.cuh): `ep` and
-    // `store_mode` are this body's, constants in the plain-GEMM ones.
+    // The unit loop and epilogue, once per body (plain_body.cuh; `ep`, `store_mode`: the body's).
     auto consume = [&](auto body, const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
-    // Stores held round h (< STORE_ROUNDS) of the previous unit.
-    auto store_held = [&](int h) {
+    auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
       if constexpr (L::kDeferred)
         store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
     };
@@ -388,7 +386,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     stash_unit(u);
     while (more) {
       // This unit; the next one is fetched and decoded under this one's last wgmma group.
-      const WorkUnit w = w_next;
+      WorkUnit w = w_next;
       const KRange kr = kr_next;
       const bool unit_in_sk = in_sk;
       const SkSegment unit_seg = seg;
@@ -439,6 +437,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       primed = 0;
       u = unstash_unit(u);
       const int unit_u = u;
+      if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
+        KRange r; SkSegment g; decode(unit_u, false, w, r, g);
+      }
       u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
       more = in_sk ? u > sk_lo : u < grid_const(2);
       if (more) decode(u, in_sk, w_next, kr_next, seg);
@@ -588,7 +589,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     };
     if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(kBodyPlain, plain_epilogue(ep), kStoreTma);
-    else if (plain_body<L>(ep, store_mode)) consume(kBodyPlainT, plain_epilogue(ep), kStoreTmaTransposed);
+    else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(kBodyPlainT, plain_epilogue(ep), kStoreTmaTransposed);
     else consume(kBodyGeneral, ep, store_mode);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.

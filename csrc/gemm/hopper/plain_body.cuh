@@ -22,13 +22,19 @@ inline constexpr std::integral_constant<int, 2> kBodyPlainT{};
 
 // Whether the kernel has plain bodies: not without a TMA store, and not in the 128 x 256 kernels,
 // where ptxas spilled with them (both bodies: 328 B; the in-place one alone: 64 B -- the unit
-// loop's next-unit coordinates and ticket count).
+// loop's next-unit coordinates and ticket count). TK_PLAIN_BODY_256=1 (build define, for an A/B;
+// compiled, not yet run on a GPU): their in-place body too, with the current unit's tile decoded
+// again after the mainloop (gemm_kernel.cuh) instead of held in registers through it; ptxas still
+// spills 8 B there (the dynamic schedule's ticket count, `received`).
+#ifndef TK_PLAIN_BODY_256
+#define TK_PLAIN_BODY_256 0
+#endif
 template <class L>
 constexpr bool has_plain_body() {
-  return L::kTmaStore && L::BN != 256;
+  return L::kTmaStore && (L::BN != 256 || TK_PLAIN_BODY_256);
 }
 // Whether this launch takes a plain body: the host's verdict on the epilogue (Epilogue::plain_body)
-// and a TMA store mode.
+// and a TMA store mode (gemm_kernel.cuh: in the 128 x 256 kernels only the in-place one).
 template <class L, typename OutT>
 __device__ __forceinline__ bool plain_body(const Epilogue<OutT>& ep, int store_mode) {
   return has_plain_body<L>() && ep.plain_body && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed);
