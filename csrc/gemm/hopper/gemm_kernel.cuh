@@ -371,226 +371,226 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
       return v;
     };
-    // The unit loop and epilogue, once per body (plain_body.cuh; `ep`, `store_mode`: the body's).
-    auto consume = [&](auto body, const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
-    auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
-      if constexpr (L::kDeferred)
-        store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
-    };
-    int u = first_unit;
-    enter_tail(u, in_sk);
-    bool more = in_sk ? u > sk_lo : u < grid_const(2);
-    WorkUnit w_next{};
-    KRange kr_next{};
-    if (more) decode(u, in_sk, w_next, kr_next, seg);
-    stash_unit(u);
-    while (more) {
-      // This unit; the next one is fetched and decoded under this one's last wgmma group.
-      WorkUnit w = w_next;
-      const KRange kr = kr_next;
-      const bool unit_in_sk = in_sk;
-      const SkSegment unit_seg = seg;
-      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      if constexpr (L::EARLY_KTILES == 0) {
-#pragma unroll
-        for (int st = 0; st < L::STRIPS; ++st)
-#pragma unroll
-          for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
-      }
-      // (With early k tiles: zeroed by the previous epilogue, below -- zeroing them here spilled
-      // 334 B -- or holding this unit's early k tiles.)
-      for (int kt = kr.begin + primed; kt < kr.end; kt += L::KT, ++it) {
-        const int s = it % L::STAGES;
-#if TK_EARLY_RELEASE
-        // Early release: when this stage's operands have not landed yet, the previous stage's
-        // wgmmas are drained and its slot released before the wait, so the producer refills it
-        // now rather than after this stage arrives and is issued (a latency-bound ring holds one
-        // stage fewer hostage). Releases stay in order, one per stage, as before.
-        bool owed = kt > kr.begin;
-        if (!(xp & kXpBare) && !mbar_test(&full[s], (it / L::STAGES) & 1)) {
-          if (owed) {
-            wgmma_wait<0>();
-#pragma unroll
-            for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
-            release((it - 1) % L::STAGES);
-            owed = false;
-          }
-          mbar_wait(&full[s], (it / L::STAGES) & 1);
-        }
-#else
-        if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
-#endif
-        if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-        issue_stage(s, false);
-        // A held round of the previous unit goes out while this k tile's wgmmas run.
-        if (held_round < L::STORE_ROUNDS) store_held(held_round++);
-        // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
-        wgmma_wait<1>();
-#pragma unroll
-        for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
-#if TK_EARLY_RELEASE
-        if (owed) release((it - 1) % L::STAGES);
-#else
-        if (kt > kr.begin) release((it - 1) % L::STAGES);
-#endif
-      }
-      primed = 0;
-      u = unstash_unit(u);
-      const int unit_u = u;
-      if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
-        KRange r; SkSegment g; decode(unit_u, false, w, r, g);
-      }
-      u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
-      more = in_sk ? u > sk_lo : u < grid_const(2);
+    // The unit loop and epilogue, inlined once per body (plain_body.cuh; `ep`, `store_mode`: the body's).
+    auto consume = [&](const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
+      auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
+        if constexpr (L::kDeferred)
+          store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
+      };
+      int u = first_unit;
+      enter_tail(u, in_sk);
+      bool more = in_sk ? u > sk_lo : u < grid_const(2);
+      WorkUnit w_next{};
+      KRange kr_next{};
       if (more) decode(u, in_sk, w_next, kr_next, seg);
       stash_unit(u);
-      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      wgmma_wait<0>();
+      while (more) {
+        // This unit; the next one is fetched and decoded under this one's last wgmma group.
+        WorkUnit w = w_next;
+        const KRange kr = kr_next;
+        const bool unit_in_sk = in_sk;
+        const SkSegment unit_seg = seg;
+        if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+        if constexpr (L::EARLY_KTILES == 0) {
 #pragma unroll
-      for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
-      if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-      if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
-      // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named
-      // barrier 1 + cs are the strip's). `continue` ends a strip's epilogue.
+          for (int st = 0; st < L::STRIPS; ++st)
 #pragma unroll
-      for (int st = 0; st < L::STRIPS; ++st) {
-        const int cs = cw * L::STRIPS + st;
-        const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
-        float(&acc)[L::BN / 2] = accs[st];
-        uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
-        uint32_t my_staging_s = smem_u32(my_staging);
-        // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
-        // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
-        if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
-        if constexpr (L::EARLY_KTILES > 0) {
-          if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
-              kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
-            while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
-            // Every round packed (the held ones and the immediate ones), the next unit's first
-            // k tiles issued on the freed accumulators, then the immediate rounds stored.
-            pack_unit<L>(acc, held, ep, row0, n0, M, N);
-            uint32_t now[L::IMMEDIATE_WORDS];
-            pack_pairs<L, 0>(acc, now, ep, row0, n0, M, N);
-            early_ktiles();
-            if (store_mode == kStoreTma)
-              store_packed_rounds<L, false, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
-            else
-              store_packed_rounds<L, true, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
-            // Drained before the next unit's loop: with these wgmmas still in flight there, ptxas
-            // serialized every wgmma of the kernel (C7518). The loop releases the last stage.
-            wgmma_wait<0>();
-            fence_regs(acc);
-#pragma unroll
-            for (int j = 0; j + 1 < L::EARLY_KTILES; ++j) release((it + j) % L::STAGES);
-            it += L::EARLY_KTILES, primed = L::EARLY_KTILES;
-            held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
-            continue;
-          }
+            for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
         }
-        // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.
-        do {
-        if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
-        if constexpr (L::kStreamK) {
-          if (unit_in_sk && unit_seg.slots > 1) {
-            // A tile shared by CTAs blockIdx.x - slot .. (stream_k.h): all but its last slot store
-            // their partial sums (one per CTA) and release a flag; the last adds them in slot
-            // order (fixed: the same bits every run), then stores the tile.
-            const int t = thread_in_warpgroup();
-            auto partial = [&](int cta) {
-              return ep.partial + (int64_t(cta) * L::CONSUMERS + cs) * (L::BN / 2) * kWarpgroupThreads + t;
-            };
-            if (unit_seg.slot < unit_seg.slots - 1) {
-              float* ws = partial(blockIdx.x);
+        // (With early k tiles: zeroed by the previous epilogue, below -- zeroing them here spilled
+        // 334 B -- or holding this unit's early k tiles.)
+        for (int kt = kr.begin + primed; kt < kr.end; kt += L::KT, ++it) {
+          const int s = it % L::STAGES;
+#if TK_EARLY_RELEASE
+          // Early release: when this stage's operands have not landed yet, the previous stage's
+          // wgmmas are drained and its slot released before the wait, so the producer refills it
+          // now rather than after this stage arrives and is issued (a latency-bound ring holds one
+          // stage fewer hostage). Releases stay in order, one per stage, as before.
+          bool owed = kt > kr.begin;
+          if (!(xp & kXpBare) && !mbar_test(&full[s], (it / L::STAGES) & 1)) {
+            if (owed) {
+              wgmma_wait<0>();
 #pragma unroll
-              for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
-              named_barrier(1 + cs, kWarpgroupThreads);
-              if (t == 0) flag_release(ep.ready_flags + blockIdx.x * L::CONSUMERS + cs);
-              continue;
+              for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+              release((it - 1) % L::STAGES);
+              owed = false;
             }
-            for (int j = unit_seg.slot; j >= 1; --j) {
-              const int cta = int(blockIdx.x) - j;
-              if (t == 0) flag_acquire_wait(ep.ready_flags + cta * L::CONSUMERS + cs);
-              named_barrier(1 + cs, kWarpgroupThreads);
-              const float* ws = partial(cta);
-#pragma unroll
-              for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
-            }
+            mbar_wait(&full[s], (it / L::STAGES) & 1);
           }
+#else
+          if (!(xp & kXpBare)) mbar_wait(&full[s], (it / L::STAGES) & 1);
+#endif
+          if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+          issue_stage(s, false);
+          // A held round of the previous unit goes out while this k tile's wgmmas run.
+          if (held_round < L::STORE_ROUNDS) store_held(held_round++);
+          // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
+          wgmma_wait<1>();
+#pragma unroll
+          for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+#if TK_EARLY_RELEASE
+          if (owed) release((it - 1) % L::STAGES);
+#else
+          if (kt > kr.begin) release((it - 1) % L::STAGES);
+#endif
         }
-        if constexpr (L::kTmaStore) {
-          if constexpr (L::kDeferred) {
-            if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
+        primed = 0;
+        u = unstash_unit(u);
+        const int unit_u = u;
+        if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
+          KRange r; SkSegment g; decode(unit_u, false, w, r, g);
+        }
+        u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
+        more = in_sk ? u > sk_lo : u < grid_const(2);
+        if (more) decode(u, in_sk, w_next, kr_next, seg);
+        stash_unit(u);
+        if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+        wgmma_wait<0>();
+#pragma unroll
+        for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+        if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+        if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
+        // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named
+        // barrier 1 + cs are the strip's). `continue` ends a strip's epilogue.
+#pragma unroll
+        for (int st = 0; st < L::STRIPS; ++st) {
+          const int cs = cw * L::STRIPS + st;
+          const int row0 = (w.tile.m * L::CLUSTER + rank) * L::BM + cs * 64, n0 = w.tile.n * L::BN;
+          float(&acc)[L::BN / 2] = accs[st];
+          uint8_t* const my_staging = staging + cs * L::STRIP_STAGING_BYTES;
+          uint32_t my_staging_s = smem_u32(my_staging);
+          // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
+          // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
+          if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
+          if constexpr (L::EARLY_KTILES > 0) {
+            if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
+                kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
               while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
-              if (store_mode == kStoreTma)
-                store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
-                                                                   n0, M, N, cs, round_marks);
-              else
-                store_rounds_packed<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
-                                                                  n0, M, N, cs, round_marks);
-              if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+              // Every round packed (the held ones and the immediate ones), the next unit's first
+              // k tiles issued on the freed accumulators, then the immediate rounds stored.
               pack_unit<L>(acc, held, ep, row0, n0, M, N);
-              if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+              uint32_t now[L::IMMEDIATE_WORDS];
+              pack_pairs<L, 0>(acc, now, ep, row0, n0, M, N);
+              early_ktiles();
+              if (store_mode == kStoreTma)
+                store_packed_rounds<L, false, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
+              else
+                store_packed_rounds<L, true, L::FIRST_HELD_ROUND>(now, ep, &tm_out, my_staging_s, row0, n0, cs, round_marks);
+              // Drained before the next unit's loop: with these wgmmas still in flight there, ptxas
+              // serialized every wgmma of the kernel (C7518). The loop releases the last stage.
+              wgmma_wait<0>();
+              fence_regs(acc);
+#pragma unroll
+              for (int j = 0; j + 1 < L::EARLY_KTILES; ++j) release((it + j) % L::STAGES);
+              it += L::EARLY_KTILES, primed = L::EARLY_KTILES;
               held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
               continue;
             }
           }
-          if (store_mode == kStoreTma) {
-            store_unit_tma<L, false>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
-            continue;
-          }
-          if (store_mode == kStoreStaged) {
-            // Copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N
-            // (decided here, not once per kernel: a flag live across the unit loop was spilled).
-            const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
-                                  reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
-            store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
-            continue;
-          }
-          if (store_mode == kStoreTmaTransposed) {
-            store_unit_tma<L, true>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
-            continue;
-          }
-        }
-        if constexpr (L::kTmaStore && L::BN % 32 == 0) {
-          if (store_mode == kStorePartialTma || store_mode == kStorePartialTmaT) {
-            if (store_mode == kStorePartialTmaT)
-              store_unit_partial_tma<L, true>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
-            else
-              store_unit_partial_tma<L, false>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
-            continue;
-          }
-        }
-        store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
-        if (splits > 1 && ep.fused_split) {
-          const int tiles = units / splits;  // units are split-major (kittens::work_unit)
-          split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cs);
-        }
-        } while (false);
-        if constexpr (L::EARLY_KTILES > 0) {
+          // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.
+          do {
+          if ((xp & kXpNoStore) && acc[0] != -1.25e30f) continue;  // the compare keeps acc live
+          if constexpr (L::kStreamK) {
+            if (unit_in_sk && unit_seg.slots > 1) {
+              // A tile shared by CTAs blockIdx.x - slot .. (stream_k.h): all but its last slot store
+              // their partial sums (one per CTA) and release a flag; the last adds them in slot
+              // order (fixed: the same bits every run), then stores the tile.
+              const int t = thread_in_warpgroup();
+              auto partial = [&](int cta) {
+                return ep.partial + (int64_t(cta) * L::CONSUMERS + cs) * (L::BN / 2) * kWarpgroupThreads + t;
+              };
+              if (unit_seg.slot < unit_seg.slots - 1) {
+                float* ws = partial(blockIdx.x);
 #pragma unroll
-          for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;  // the next unit's (an empty split range stores zeros)
+                for (int i = 0; i < L::BN / 2; ++i) __stcg(ws + i * kWarpgroupThreads, acc[i]);
+                named_barrier(1 + cs, kWarpgroupThreads);
+                if (t == 0) flag_release(ep.ready_flags + blockIdx.x * L::CONSUMERS + cs);
+                continue;
+              }
+              for (int j = unit_seg.slot; j >= 1; --j) {
+                const int cta = int(blockIdx.x) - j;
+                if (t == 0) flag_acquire_wait(ep.ready_flags + cta * L::CONSUMERS + cs);
+                named_barrier(1 + cs, kWarpgroupThreads);
+                const float* ws = partial(cta);
+#pragma unroll
+                for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
+              }
+            }
+          }
+          if constexpr (L::kTmaStore) {
+            if constexpr (L::kDeferred) {
+              if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
+                while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+                if (store_mode == kStoreTma)
+                  store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
+                                                                     n0, M, N, cs, round_marks);
+                else
+                  store_rounds_packed<L, true, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
+                                                                    n0, M, N, cs, round_marks);
+                if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+                pack_unit<L>(acc, held, ep, row0, n0, M, N);
+                if (tc_units && (xp & kXpTraceEpi) && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+                held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
+                continue;
+              }
+            }
+            if (store_mode == kStoreTma) {
+              store_unit_tma<L, false>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+              continue;
+            }
+            if (store_mode == kStoreStaged) {
+              // Copy-out in 16-B chunks: rows 16-B aligned and no chunk straddling column N
+              // (decided here, not once per kernel: a flag live across the unit loop was spilled).
+              const bool vec_copy = ep.o_s1 == 1 && ep.o_s0 % 8 == 0 && N % 8 == 0 &&
+                                    reinterpret_cast<uintptr_t>(ep.out) % 16 == 0;
+              store_unit_staged<L>(acc, ep, my_staging, row0, n0, M, N, cs, vec_copy);
+              continue;
+            }
+            if (store_mode == kStoreTmaTransposed) {
+              store_unit_tma<L, true>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+              continue;
+            }
+          }
+          if constexpr (L::kTmaStore && L::BN % 32 == 0) {
+            if (store_mode == kStorePartialTma || store_mode == kStorePartialTmaT) {
+              if (store_mode == kStorePartialTmaT)
+                store_unit_partial_tma<L, true>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
+              else
+                store_unit_partial_tma<L, false>(acc, &tm_out, my_staging_s, row0, n0, w.split, cs, partial_round);
+              continue;
+            }
+          }
+          store_unit<L>(acc, ep, row0, n0, M, N, w.split, splits > 1);
+          if (splits > 1 && ep.fused_split) {
+            const int tiles = units / splits;  // units are split-major (kittens::work_unit)
+            split_reduce_slice<L>(ep, unit_u % tiles, tiles, w.split, splits, row0, n0, M, N, cs);
+          }
+          } while (false);
+          if constexpr (L::EARLY_KTILES > 0) {
+#pragma unroll
+            for (int i = 0; i < L::BN / 2; ++i) acc[i] = 0.f;  // the next unit's (an empty split range stores zeros)
+          }
+        }
+        // Early k tiles: the next unit decoded again (same id, same result) so that its tile
+        // coordinates need no register through the epilogue (the clustered kernel spilled one).
+        if constexpr (L::EARLY_KTILES > 0) {
+          if (more) decode(unstash_unit(u), in_sk, w_next, kr_next, seg);
         }
       }
-      // Early k tiles: the next unit decoded again (same id, same result) so that its tile
-      // coordinates need no register through the epilogue (the clustered kernel spilled one).
-      if constexpr (L::EARLY_KTILES > 0) {
-        if (more) decode(unstash_unit(u), in_sk, w_next, kr_next, seg);
+      if (tc || tc_units) {
+        if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
+        write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
       }
-    }
-    if (tc || tc_units) {
-      if (tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);  // after the last epilogue
-      write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
-    }
-    if (span_g0 != 0 && cw == 0 && thread_in_warpgroup() == 0) write_span(trace_buf, span_g0);
-    while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
-    if constexpr (L::kTmaStore) {
-      if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
-        tma_store_wait<0>();  // global writes done before exit
-    }
+      if (span_g0 != 0 && cw == 0 && thread_in_warpgroup() == 0) write_span(trace_buf, span_g0);
+      while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
+      if constexpr (L::kTmaStore) {
+        if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
+          tma_store_wait<0>();  // global writes done before exit
+      }
     };
-    if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(kBodyPlain, plain_epilogue(ep), kStoreTma);
-    else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(kBodyPlainT, plain_epilogue(ep), kStoreTmaTransposed);
-    else consume(kBodyGeneral, ep, store_mode);
+    if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
+    else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
+    else consume(ep, store_mode);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (L::CLUSTER > 1) cluster_sync();

@@ -11,15 +11,9 @@
 // epilogue's stretches hold 8.5k of our 10.3k no_inst samples (benchmarks/NOTES.md).
 // TK_HOPPER_PLAIN_BODY=0 (runtime, read once; launch_impl.cuh): every GEMM takes the general body.
 #pragma once
-#include <type_traits>
 #include "epilogue.cuh"
 
 namespace tk::hopper {
-// Which body `consume` runs (each instantiated once, so ptxas inlines all three).
-inline constexpr std::integral_constant<int, 0> kBodyGeneral{};
-inline constexpr std::integral_constant<int, 1> kBodyPlain{};
-inline constexpr std::integral_constant<int, 2> kBodyPlainT{};
-
 // Whether the kernel has plain bodies: not without a TMA store, and not in the 128 x 256 kernels,
 // where ptxas spilled with them (both bodies: 328 B; the in-place one alone: 64 B -- the unit
 // loop's next-unit coordinates and ticket count). TK_PLAIN_BODY_256=1 (build define, for an A/B;
