@@ -284,21 +284,21 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     int tn = 0;
     const EpiMarks marks{tr, &tn, trace_c0};  // kXpTraceRound
     const EpiMarks* const round_marks = tc_units && (xp & kXpTraceRound) ? &marks : nullptr;
-    int received = 0;  // unit ids taken from the sched ring (dynamic)
-    // The next unit: static stride, or the id rank 0's producer handed over (every thread reads
-    // it, then one arrival per warp on rank 0's ring frees the slot).
+    // Unit ids taken from the sched ring (dynamic) and the current unit's id: with early k tiles
+    // both wait out the mainloop in shared slots of this warp (sched_ring.cuh WarpSlot). In
+    // registers they left the 64 packed words and the in-flight accumulators too few, and ptxas
+    // spilled them (the unit id 20 B; the count 8 B, in the 128 x 256 kernels' in-place plain body).
+    const uint32_t warp_slots = smem_u32(grid_consts + 4 + (threadIdx.x / 32 - 4));
+    const WarpSlot<(L::EARLY_KTILES > 0)> unit_slot{warp_slots}, received_slot{warp_slots + L::CONSUMERS * 16};
+    int received = 0;
+    received_slot.store(0);
+    // The next unit: static stride, or the id rank 0's producer handed over.
     auto next_unit = [&](int u) {
       if (!dynamic) return u + unit_stride;
-      const int slot = received % L::SCHED_SLOTS, parity = (received / L::SCHED_SLOTS) & 1;
-      if (L::CLUSTER > 1 && rank != 0) mbar_wait<true>(&sched_full[slot], parity);
-      else mbar_wait(&sched_full[slot], parity);
-      const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-      __syncwarp();
-      if (warp_leader) {
-        if (L::CLUSTER > 1 && rank != 0) mbar_arrive_cluster(&sched_empty[slot], 0);
-        else mbar_arrive(&sched_empty[slot]);
-      }
-      ++received;
+      received = received_slot.load(received);
+      const int v = consumer_take_unit<L::CLUSTER, L::SCHED_SLOTS>(received++, rank, warp_leader, sched_full,
+                                                                   sched_empty, sched_unit);
+      received_slot.store(received);
       return v;
     };
     // Stream-K: the same walk as the producer's (in_sk); `seg` of the current stream-K segment.
@@ -360,17 +360,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
         for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
     }
-    // With early k tiles the unit id waits out the mainloop in a shared slot of this warp (every
-    // lane writes the same value): in a register it left the 64 packed words and the in-flight
-    // accumulators one too few, and ptxas kept it on the stack (20 B of spills).
-    const uint32_t unit_slot = smem_u32(grid_consts + 4 + (threadIdx.x / 32 - 4));
-    auto stash_unit = [&](int v) {
-      if constexpr (L::EARLY_KTILES > 0) asm volatile("st.shared.b32 [%0], %1;" ::"r"(unit_slot), "r"(v) : "memory");
-    };
-    auto unstash_unit = [&](int v) {
-      if constexpr (L::EARLY_KTILES > 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(unit_slot) : "memory");
-      return v;
-    };
     // The unit loop and epilogue, inlined once per body (plain_body.cuh; `ep`, `store_mode`: the body's).
     auto consume = [&](const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
       auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
@@ -383,7 +372,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       WorkUnit w_next{};
       KRange kr_next{};
       if (more) decode(u, in_sk, w_next, kr_next, seg);
-      stash_unit(u);
+      unit_slot.store(u);
       while (more) {
         // This unit; the next one is fetched and decoded under this one's last wgmma group.
         WorkUnit w = w_next;
@@ -435,7 +424,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #endif
         }
         primed = 0;
-        u = unstash_unit(u);
+        u = unit_slot.load(u);
         const int unit_u = u;
         if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
           KRange r; SkSegment g; decode(unit_u, false, w, r, g);
@@ -443,7 +432,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         u = advance(u);  // reads unit_seg's k range (still in seg) for a stream-K tail segment
         more = in_sk ? u > sk_lo : u < grid_const(2);
         if (more) decode(u, in_sk, w_next, kr_next, seg);
-        stash_unit(u);
+        unit_slot.store(u);
         if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         wgmma_wait<0>();
 #pragma unroll
@@ -574,7 +563,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         // Early k tiles: the next unit decoded again (same id, same result) so that its tile
         // coordinates need no register through the epilogue (the clustered kernel spilled one).
         if constexpr (L::EARLY_KTILES > 0) {
-          if (more) decode(unstash_unit(u), in_sk, w_next, kr_next, seg);
+          if (more) decode(unit_slot.load(u), in_sk, w_next, kr_next, seg);
         }
       }
       if (tc || tc_units) {

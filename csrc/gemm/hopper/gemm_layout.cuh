@@ -109,7 +109,7 @@ struct gemm_layout {
   // stored, so the tensor pipe works through those stores. TK_EARLY_KTILES (build define, A/B): 0 off.
 // H200 A/B 2026-11-26i (benchmarks/NOTES.md): -0.9% geomean over 7 NT shapes, -1.6..-2.3% at
 // K = 2048. The 128 x 256 kernels fit it without spills since the consumers' unit id waits out
-// the mainloop in shared memory (gemm_kernel.cuh stash_unit).
+// the mainloop in shared memory (gemm_kernel.cuh unit_slot).
 #ifndef TK_EARLY_KTILES
 #define TK_EARLY_KTILES 2
 #endif
@@ -123,7 +123,7 @@ struct gemm_layout {
   static constexpr int THREADS = (CONSUMERS + 1) * kWarpgroupThreads;
   // Dynamic schedule: ring of unit ids the producer hands to the consumers (full/empty barriers).
   static constexpr int SCHED_SLOTS = 4;
-  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16 + CONSUMERS * 4 * 4;  // + the unit-grid constants, a unit id per consumer warp
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16 + 2 * CONSUMERS * 4 * 4;  // + the unit-grid constants, a unit id and ticket count per consumer warp
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets

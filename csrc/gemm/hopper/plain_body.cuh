@@ -14,14 +14,15 @@
 #include "epilogue.cuh"
 
 namespace tk::hopper {
-// Whether the kernel has plain bodies: not without a TMA store, and not in the 128 x 256 kernels,
-// where ptxas spilled with them (both bodies: 328 B; the in-place one alone: 64 B -- the unit
-// loop's next-unit coordinates and ticket count). TK_PLAIN_BODY_256=1 (build define, for an A/B;
-// compiled, not yet run on a GPU): their in-place body too, with the current unit's tile decoded
-// again after the mainloop (gemm_kernel.cuh) instead of held in registers through it; ptxas still
-// spills 8 B there (the dynamic schedule's ticket count, `received`).
+// Whether the kernel has plain bodies: not without a TMA store. The 128 x 256 kernels have the
+// in-place one only (both bodies: ptxas spilled 328 B), with the current unit's tile decoded again
+// after the mainloop (gemm_kernel.cuh) instead of held in registers through it and the ticket count
+// in a shared slot (sched_ring.cuh WarpSlot): 0 spills. H200 2026-11-28h, same tree built both ways
+// (benchmarks/NOTES.md): bench_model 0.979 / 0.976 -> 0.991 / 0.982, model suite geomean
+// 1.004 -> 1.010 (L2 dirty), 0.982 -> 0.989 (clean). TK_PLAIN_BODY_256=0 (build define, for an
+// A/B): the 128 x 256 kernels with the general body only.
 #ifndef TK_PLAIN_BODY_256
-#define TK_PLAIN_BODY_256 0
+#define TK_PLAIN_BODY_256 1
 #endif
 template <class L>
 constexpr bool has_plain_body() {

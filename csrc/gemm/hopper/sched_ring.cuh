@@ -48,4 +48,36 @@ __device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lea
   return u;
 }
 
+// Consumer side, for its `received`-th unit id: every thread of the warp reads the id, then one
+// arrival per warp on rank 0's ring frees the slot.
+template <int CLUSTER, int SLOTS>
+__device__ __forceinline__ int consumer_take_unit(int received, int rank, bool warp_leader, uint64_t* sched_full,
+                                                  uint64_t* sched_empty, int* sched_unit) {
+  const int slot = received % SLOTS, parity = (received / SLOTS) & 1;
+  if (CLUSTER > 1 && rank != 0) mbar_wait<true>(&sched_full[slot], parity);
+  else mbar_wait(&sched_full[slot], parity);
+  const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
+  __syncwarp();
+  if (warp_leader) {
+    if (CLUSTER > 1 && rank != 0) mbar_arrive_cluster(&sched_empty[slot], 0);
+    else mbar_arrive(&sched_empty[slot]);
+  }
+  return v;
+}
+
+// A warp's word of shared memory (every lane writes the same value, so each lane reads its own
+// write back): consumer state that waits out the mainloop there instead of in a register. With
+// kOn false, store does nothing and load returns its argument (the value stays in a register).
+template <bool kOn>
+struct WarpSlot {
+  uint32_t addr;  // shared-space address
+  __device__ __forceinline__ void store(int v) const {
+    if constexpr (kOn) asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+  }
+  __device__ __forceinline__ int load(int v) const {
+    if constexpr (kOn) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+  }
+};
+
 }  // namespace tk::hopper
