@@ -33,6 +33,16 @@
 #define TK_UNIFORM_PRODUCER 2
 #endif
 
+// TK_WG128_CLUSTER=1 (build define, A/B): one-warpgroup 128 x 128 kernels in 2-CTA clusters too
+// (the Y tile multicast to both rows of the pair), taken only by a forced
+// TK_HOPPER_TILE=0:128:128:1:2 (plan.h). Why: cuBLAS's kernel for 256x8192x8192 NT, where ours is at
+// 0.96, is nvjet 128x128 in 2x1 clusters (ncu, 2026-11-28g); ours is the same tile unclustered.
+// H200 2026-11-28h (benchmarks/NOTES.md): correct on a forced-tile check, but they spill 40 B and
+// 256x8192x8192 took 54.7 -> 55.2 us with the L2 dirty, 52.1 -> 51.1 clean: not adopted.
+#ifndef TK_WG128_CLUSTER
+#define TK_WG128_CLUSTER 0
+#endif
+
 namespace tk::hopper {
 // Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
 constexpr bool warp_producer(int cluster) {

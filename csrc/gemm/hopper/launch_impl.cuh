@@ -334,6 +334,11 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
+#if TK_WG128_CLUSTER
+    if constexpr (BN == 128)  // kernel_variants.h: one-warpgroup 2-CTA pairs, forced tiles only
+      if (g.plan.cluster == 2 && g.plan.wg_rows == 128)
+        return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128>>(g, op, s);
+#endif
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {

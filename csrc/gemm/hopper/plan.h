@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include "../../kittens/common/stream_k.h"
+#include "kernel_variants.h"
 
 namespace tk::hopper {
 
@@ -55,7 +56,7 @@ constexpr int kPlanBK = 64;
 
 // A forced tile choice (A/B only: TK_HOPPER_TILE, dispatch.cpp): replaces the rules' swap, tile
 // and splits; cluster 2 is kept only where a clustered kernel exists (64-row tiles at most 128
-// wide, or 128 x 256, unsplit). The rest of the plan (units, grid, schedule, warpgroup rows) is
+// wide, or 128 x 256, unsplit; one-warpgroup 128 x 128 in a TK_WG128_CLUSTER build). The rest of the plan (units, grid, schedule, warpgroup rows) is
 // derived as usual. Invalid choices (see valid_tile) leave the plan to the rules.
 struct TileChoice {
   bool swap_ab;
@@ -425,11 +426,14 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if ((mid64 & kMid64Pairs) && (split_sectors & 2) && 4 * tiles64 >= 3 * int64_t(num_sms)) pair_rows = true;
   }
   const bool forced = force != nullptr && valid_tile(*force, all_widths, odd_layouts);
+  bool pair128 = false;
   if (forced) {
     p.swap_ab = force->swap_ab, p.bm = force->bm, p.bn = force->bn;
     rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
     p.splits = std::max(1, std::min(force->splits, k_tiles));
     pair_rows = force->cluster == 2 && p.bm == 64 && p.splits == 1;
+    // (kernel_variants.h TK_WG128_CLUSTER: one-warpgroup 128 x 128 pairs, forced only)
+    pair128 = TK_WG128_CLUSTER && force->cluster == 2 && p.bm == 128 && p.bn == 128 && p.splits == 1;
     max_cluster = force->cluster;
   }
   const int64_t tiles = plan_tiles(rows, cols, p.bm, p.bn);
@@ -444,7 +448,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   const bool cluster256 = unsplit256 && tiles_m >= 2 &&
                           (max_cluster == 2 ? tiles >= num_sms || p.swap_ab
                                             : max_cluster == 0 && (long_run || (sector_clusters && y_split && tiles >= num_sms)));
-  p.cluster = pair_rows || cluster256 ? 2 : 1;
+  p.cluster = pair_rows || cluster256 || pair128 ? 2 : 1;
   p.group_m = group_m > 0 ? group_m : long_run ? kLongRunGroupM : 8;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
@@ -476,7 +480,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
-  if (one_wg_width && p.bm == 128 && p.cluster == 1 && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
+  if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
       !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
   return p;
