@@ -1180,6 +1180,14 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert _C.hopper_plan(M, N, K, 132, False, tile=(False, 128, 256, 1, 1)) == _C.hopper_plan(M, N, K, 132, False)
 
 
+def test_plan_forced_wg128_pair():
+    """A forced one-warpgroup 128x128 pair (TK_HOPPER_TILE=0:128:128:1:2) keeps its cluster only in a
+    TK_WG128_CLUSTER build (kernel_variants.h, A/B only); the default build has no such kernel, so the
+    plan drops the cluster and runs the tile unclustered on one warpgroup."""
+    p = _C.hopper_plan(256, 8192, 8192, 132, tile=(False, 128, 128, 1, 2))
+    assert (p["bm"], p["bn"], p["splits"], p["cluster"], p["wg_rows"], p["units"]) == (128, 128, 1, 1, 128, 128), p
+
+
 @pytest.mark.parametrize("M,N,K,want1,want3", [
     # want1: (swap_ab, bn, units) under odd_widths=1 (swapped 160 only), want3 under 3 (the
     # default: also unswapped 144); None: the odd_widths=0 plan
