@@ -56,8 +56,8 @@ constexpr int kPlanBK = 64;
 
 // A forced tile choice (A/B only: TK_HOPPER_TILE, dispatch.cpp): replaces the rules' swap, tile
 // and splits; cluster 2 is kept only where a clustered kernel exists (64-row tiles at most 128
-// wide, or 128 x 256, unsplit; one-warpgroup 128 x 128 in a TK_WG128_CLUSTER build). The rest of the plan (units, grid, schedule, warpgroup rows) is
-// derived as usual. Invalid choices (see valid_tile) leave the plan to the rules.
+// wide, or 128 x 256, unsplit; one-warpgroup 128 x 128 in a TK_WG128_CLUSTER build). The rest of
+// the plan (units, grid, schedule, warpgroup rows) is derived as usual. Invalid choices (see valid_tile) leave the plan to the rules.
 struct TileChoice {
   bool swap_ab;
   int bm, bn, splits, cluster;
@@ -480,8 +480,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
-  if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 && (p.splits == 1 || (one_wg & 4)) &&
-      !p.fused_split && p.units <= p.grid)
+  if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
+      (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
   return p;
 }
