@@ -2,12 +2,18 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [--flush] [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [--between] [MxNxK[:LAYOUT],...]
 
 --flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
 event record, the call. It then also prints the launch gap: microseconds from the end of the
 flush kernel to the start of the call's first kernel (mean over the calls), which a programmatic
 dependent launch (TK_HOPPER_PDL=1) can shorten.
+--between (implies --flush) also runs, after the flush and before each call, the kind of kernels
+a transformer step has between its GEMMs: an SDPA forward (bf16, batch 4, 16 heads, 2048 x 128),
+a cuBLAS GEMM of another shape (4096 x 4096 x 1024) and an element-wise add. Why: inside
+bench_model.py our GEMMs took ~5% more kernel time than after a bare flush while cuBLAS's took
+the same (H200 2026-11-28i, benchmarks/NOTES.md): other kernels' code may evict ours from the
+SMs' instruction caches, which a flush alone (one small memset kernel) does not.
 """
 import argparse
 import collections
@@ -33,8 +39,9 @@ def kernels(prof):
     return sorted(out, key=lambda k: k[1])
 
 
-def profile(fn, reps, flush):
-    """Kernel events of `reps` calls of fn, each after a flush when `flush` is a tensor."""
+def profile(fn, reps, flush, between=None):
+    """Kernel events of `reps` calls of fn, each after a flush when `flush` is a tensor and then
+    `between()` when given."""
     ev = torch.cuda.Event(enable_timing=True)
     for _ in range(3):
         fn()
@@ -43,22 +50,25 @@ def profile(fn, reps, flush):
         for _ in range(reps):
             if flush is not None:
                 flush.zero_()
+                if between is not None:
+                    between()
                 ev.record()
             fn()
         torch.cuda.synchronize()
     return kernels(prof)
 
 
-def report(label, fn, reps, flush):
+def report(label, fn, reps, flush, between=None):
     per_call = len(profile(fn, 1, None))  # kernels one call launches
-    ks = profile(fn, reps, flush)
-    period = per_call + (flush is not None)
+    pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
+    ks = profile(fn, reps, flush, between)
+    period = per_call + pre
     tot, cnt, gaps = collections.defaultdict(float), collections.Counter(), []
     for i in range(0, len(ks) - period + 1, period):
         group = ks[i:i + period]
-        call = group[1:] if flush is not None else group
+        call = group[pre:]
         if flush is not None:
-            gaps.append(call[0][1] - group[0][2])
+            gaps.append(call[0][1] - group[pre - 1][2])
         for name, t0, t1 in call:
             tot[name] += t1 - t0
             cnt[name] += 1
@@ -66,28 +76,44 @@ def report(label, fn, reps, flush):
     line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call"
     if gaps:
         gaps.sort()
-        line += f"; launch gap after the flush: mean {sum(gaps) / len(gaps):.2f} us, median {gaps[len(gaps) // 2]:.2f} us"
+        line += f"; launch gap after the {'kernels between' if between else 'flush'}: mean {sum(gaps) / len(gaps):.2f} us, median {gaps[len(gaps) // 2]:.2f} us"
     print(line)
     for k, v in sorted(tot.items(), key=lambda kv: -kv[1]):
         print(f"    {v / calls:9.1f} us  {cnt[k] // calls} x {k}")
+
+
+def model_kernels():
+    """A callable that launches what a transformer step runs between two GEMMs (see --between)."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = (torch.randn(4, 16, 2048, 128, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+    x, w = (torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+    r = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def run():
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.add(x @ w.t(), r)
+    return run
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("shapes", nargs="?", default=DEFAULT, help="comma list MxNxK[:LAYOUT] (layout default NN)")
     ap.add_argument("--flush", action="store_true", help="a 256 MB zero_ + event record before each call")
+    ap.add_argument("--between", action="store_true",
+                    help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush else None
+    flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush or args.between else None
+    between = model_kernels() if args.between else None
     for item in args.shapes.split(","):
         shape, _, lay = item.partition(":")
         lay = lay or "NN"
         M, N, K = (int(x) for x in shape.split("x"))
         a, b = layout_operands(M, N, K, lay)
         print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_plan(M, N, K, sms)}")
-        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush)
-        report("  torch", lambda: torch.mm(a, b), args.reps, flush)
+        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, between)
+        report("  torch", lambda: torch.mm(a, b), args.reps, flush, between)
     return 0
 
 
