@@ -58,21 +58,28 @@ def profile(fn, reps, flush, between=None):
     return kernels(prof)
 
 
-def report(label, fn, reps, flush, between=None):
-    per_call = len(profile(fn, 1, None))  # kernels one call launches
-    pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
-    ks = profile(fn, reps, flush, between)
+def group_calls(ks, per_call, pre):
+    """Splits kernel events (name, start us, end us; in start order) into calls of `per_call`
+    kernels, each after `pre` other kernels (the flush, then the --between ones; 0 for none).
+    Returns (microseconds per kernel name, launches per name, launch gaps, calls), the gaps from
+    the end of each call's last preceding kernel to the start of its first one."""
     period = per_call + pre
     tot, cnt, gaps = collections.defaultdict(float), collections.Counter(), []
     for i in range(0, len(ks) - period + 1, period):
         group = ks[i:i + period]
         call = group[pre:]
-        if flush is not None:
+        if pre:
             gaps.append(call[0][1] - group[pre - 1][2])
         for name, t0, t1 in call:
             tot[name] += t1 - t0
             cnt[name] += 1
-    calls = max(1, len(ks) // period)
+    return tot, cnt, gaps, max(1, len(ks) // period)
+
+
+def report(label, fn, reps, flush, between=None):
+    per_call = len(profile(fn, 1, None))  # kernels one call launches
+    pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
+    tot, cnt, gaps, calls = group_calls(profile(fn, reps, flush, between), per_call, pre)
     line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call"
     if gaps:
         gaps.sort()

@@ -1,0 +1,39 @@
+"""benchmarks/profile_shapes.py on the CPU: how profiled kernel events are split into calls."""
+import pytest
+
+from conftest import load_script
+
+
+def _mod():
+    return load_script("benchmarks/profile_shapes.py", "profile_shapes_under_test")
+
+
+def _events(calls, pre_names, call_names, t0=100.0):
+    """Synthetic (name, start, end) events: per call, the `pre` kernels (1 us each, 0.5 us apart),
+    then the call's kernels (call index + 10 us each, 2 us after the last pre kernel)."""
+    ks, t = [], t0
+    for c in range(calls):
+        for n in pre_names:
+            ks.append((n, t, t + 1.0))
+            t += 1.5
+        t += 1.5  # gap after the last pre kernel: 2.0 us from its end
+        for n in call_names:
+            ks.append((n, t, t + 10.0 + c))
+            t += 11.0 + c
+    return ks
+
+
+@pytest.mark.parametrize("pre_names", [[], ["flush"], ["flush", "sdpa", "nvjet", "add"]])
+def test_group_calls_splits_pre_kernels_from_the_call(pre_names):
+    ks = _events(4, pre_names, ["gemm", "reduce"])
+    tot, cnt, gaps, calls = _mod().group_calls(ks, 2, len(pre_names))
+    assert calls == 4
+    assert set(tot) == {"gemm", "reduce"} and cnt == {"gemm": 4, "reduce": 4}
+    assert tot["gemm"] == pytest.approx(10 + 11 + 12 + 13) and tot["reduce"] == pytest.approx(46)
+    assert gaps == ([] if not pre_names else pytest.approx([2.0] * 4))
+
+
+def test_group_calls_drops_an_incomplete_trailing_call():
+    ks = _events(3, ["flush"], ["gemm"])[:-1]  # the last call's kernel missing
+    tot, cnt, gaps, calls = _mod().group_calls(ks, 1, 1)
+    assert cnt == {"gemm": 2} and len(gaps) == 2
