@@ -110,7 +110,6 @@ def main():
                     help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush or args.between else None
     between = model_kernels() if args.between else None
     for item in args.shapes.split(","):
@@ -118,7 +117,9 @@ def main():
         lay = lay or "NN"
         M, N, K = (int(x) for x in shape.split("x"))
         a, b = layout_operands(M, N, K, lay)
-        print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_plan(M, N, K, sms)}")
+        # The dispatcher's plan: this process's TK_HOPPER_* knobs included (a forced TK_HOPPER_TILE too),
+        # as for F.linear's layout (NT); other layouts may lose the odd widths (module.cpp).
+        print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())}")
         report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, between)
         report("  torch", lambda: torch.mm(a, b), args.reps, flush, between)
     return 0
