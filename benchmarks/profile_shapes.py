@@ -2,7 +2,7 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [--flush] [--between] [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [--between [--between-parts sdpa,gemm,add]] [MxNxK[:LAYOUT],...]
 
 --flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
 event record, the call. It then also prints the launch gap: microseconds from the end of the
@@ -61,25 +61,28 @@ def profile(fn, reps, flush, between=None):
 def group_calls(ks, per_call, pre):
     """Splits kernel events (name, start us, end us; in start order) into calls of `per_call`
     kernels, each after `pre` other kernels (the flush, then the --between ones; 0 for none).
-    Returns (microseconds per kernel name, launches per name, launch gaps, calls), the gaps from
-    the end of each call's last preceding kernel to the start of its first one."""
+    Returns (microseconds per kernel name, launches per name, launch gaps, calls, microseconds per
+    name of the `pre` kernels), the gaps from the end of each call's last preceding kernel to the
+    start of its first one."""
     period = per_call + pre
-    tot, cnt, gaps = collections.defaultdict(float), collections.Counter(), []
+    tot, cnt, gaps, pre_tot = collections.defaultdict(float), collections.Counter(), [], collections.defaultdict(float)
     for i in range(0, len(ks) - period + 1, period):
         group = ks[i:i + period]
         call = group[pre:]
         if pre:
             gaps.append(call[0][1] - group[pre - 1][2])
+        for name, t0, t1 in group[:pre]:
+            pre_tot[name] += t1 - t0
         for name, t0, t1 in call:
             tot[name] += t1 - t0
             cnt[name] += 1
-    return tot, cnt, gaps, max(1, len(ks) // period)
+    return tot, cnt, gaps, max(1, len(ks) // period), pre_tot
 
 
 def report(label, fn, reps, flush, between=None):
     per_call = len(profile(fn, 1, None))  # kernels one call launches
     pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
-    tot, cnt, gaps, calls = group_calls(profile(fn, reps, flush, between), per_call, pre)
+    tot, cnt, gaps, calls, pre_tot = group_calls(profile(fn, reps, flush, between), per_call, pre)
     line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call"
     if gaps:
         gaps.sort()
@@ -87,19 +90,42 @@ def report(label, fn, reps, flush, between=None):
     print(line)
     for k, v in sorted(tot.items(), key=lambda kv: -kv[1]):
         print(f"    {v / calls:9.1f} us  {cnt[k] // calls} x {k}")
+    # The kernels before each call: if they too run slower next to ours than next to cuBLAS's, the
+    # cause is a GPU-wide state (clocks, power), not ours alone.
+    for k, v in sorted(pre_tot.items(), key=lambda kv: -kv[1]):
+        print(f"      before: {v / calls:9.1f} us  {k}")
 
 
-def model_kernels():
-    """A callable that launches what a transformer step runs between two GEMMs (see --between)."""
+BETWEEN_PARTS = ("sdpa", "gemm", "add")
+
+
+def model_kernels(parts=BETWEEN_PARTS):
+    """A callable that launches what a transformer step runs between two GEMMs (see --between):
+    `parts`, a subset of BETWEEN_PARTS, in that order (the add needs the gemm)."""
     g = torch.Generator(device="cuda").manual_seed(1)
     q, k, v = (torch.randn(4, 16, 2048, 128, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
     x, w = (torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
     r = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
 
     def run():
-        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        torch.add(x @ w.t(), r)
+        if "sdpa" in parts:
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if "gemm" in parts:
+            y = x @ w.t()
+            if "add" in parts:
+                torch.add(y, r)
     return run
+
+
+def parse_parts(text):
+    """`--between-parts` text -> a tuple of BETWEEN_PARTS; ValueError names a bad part."""
+    parts = tuple(p for p in text.split(",") if p)
+    bad = [p for p in parts if p not in BETWEEN_PARTS]
+    if bad or not parts:
+        raise ValueError(f"--between-parts: {bad or text!r} not a non-empty subset of {','.join(BETWEEN_PARTS)}")
+    if "add" in parts and "gemm" not in parts:
+        raise ValueError("--between-parts: 'add' adds to the gemm's output; give 'gemm' too")
+    return parts
 
 
 def main():
@@ -108,10 +134,16 @@ def main():
     ap.add_argument("--flush", action="store_true", help="a 256 MB zero_ + event record before each call")
     ap.add_argument("--between", action="store_true",
                     help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
+    ap.add_argument("--between-parts", default=",".join(BETWEEN_PARTS),
+                    help="with --between: which of sdpa,gemm,add to run (default all; e.g. 'sdpa' or 'gemm')")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
+    try:
+        parts = parse_parts(args.between_parts)
+    except ValueError as e:
+        ap.error(str(e))
     flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush or args.between else None
-    between = model_kernels() if args.between else None
+    between = model_kernels(parts) if args.between else None
     for item in args.shapes.split(","):
         shape, _, lay = item.partition(":")
         lay = lay or "NN"

@@ -26,14 +26,24 @@ def _events(calls, pre_names, call_names, t0=100.0):
 @pytest.mark.parametrize("pre_names", [[], ["flush"], ["flush", "sdpa", "nvjet", "add"]])
 def test_group_calls_splits_pre_kernels_from_the_call(pre_names):
     ks = _events(4, pre_names, ["gemm", "reduce"])
-    tot, cnt, gaps, calls = _mod().group_calls(ks, 2, len(pre_names))
+    tot, cnt, gaps, calls, pre_tot = _mod().group_calls(ks, 2, len(pre_names))
     assert calls == 4
     assert set(tot) == {"gemm", "reduce"} and cnt == {"gemm": 4, "reduce": 4}
     assert tot["gemm"] == pytest.approx(10 + 11 + 12 + 13) and tot["reduce"] == pytest.approx(46)
     assert gaps == ([] if not pre_names else pytest.approx([2.0] * 4))
+    assert pre_tot == {n: pytest.approx(4.0) for n in pre_names}  # 1 us each, 4 calls
 
 
 def test_group_calls_drops_an_incomplete_trailing_call():
     ks = _events(3, ["flush"], ["gemm"])[:-1]  # the last call's kernel missing
-    tot, cnt, gaps, calls = _mod().group_calls(ks, 1, 1)
+    tot, cnt, gaps, calls, pre_tot = _mod().group_calls(ks, 1, 1)
     assert cnt == {"gemm": 2} and len(gaps) == 2
+
+
+def test_parse_parts_accepts_subsets_and_names_bad_ones():
+    m = _mod()
+    assert m.parse_parts("sdpa") == ("sdpa",)
+    assert m.parse_parts("gemm,add") == ("gemm", "add")
+    for bad in ("", "sdpa,mlp", "add"):
+        with pytest.raises(ValueError, match="--between-parts"):
+            m.parse_parts(bad)
