@@ -2,7 +2,7 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [--flush] [--between [--between-parts sdpa,gemm,add]] [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [--between [--between-parts sdpa,gemm,add] [--prime-k K]] [MxNxK[:LAYOUT],...]
 
 --flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
 event record, the call. It then also prints the launch gap: microseconds from the end of the
@@ -14,6 +14,10 @@ a cuBLAS GEMM of another shape (4096 x 4096 x 1024) and an element-wise add. Why
 bench_model.py our GEMMs took ~5% more kernel time than after a bare flush while cuBLAS's took
 the same (H200 2026-11-28i, benchmarks/NOTES.md): other kernels' code may evict ours from the
 SMs' instruction caches, which a flush alone (one small memset kernel) does not.
+--between-parts picks a subset of those kernels; --prime-k K then adds, last before each call, a
+torch_tk.gemm on the first K columns of A and rows of B: the same kernel (when the plan matches;
+the "before:" line says so) brings its code into L2 just before the call, which tells a cold
+code fetch (H200 2026-11-28f: ~5 us of a flushed call's epilogue) from other causes.
 """
 import argparse
 import collections
@@ -35,7 +39,7 @@ def kernels(prof):
     out = []
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
-            out.append((e.name.split("(")[0][:90], e.time_range.start, e.time_range.end))
+            out.append((e.name.split("(")[0], e.time_range.start, e.time_range.end))
     return sorted(out, key=lambda k: k[1])
 
 
@@ -89,11 +93,12 @@ def report(label, fn, reps, flush, between=None):
         line += f"; launch gap after the {'kernels between' if between else 'flush'}: mean {sum(gaps) / len(gaps):.2f} us, median {gaps[len(gaps) // 2]:.2f} us"
     print(line)
     for k, v in sorted(tot.items(), key=lambda kv: -kv[1]):
-        print(f"    {v / calls:9.1f} us  {cnt[k] // calls} x {k}")
+        print(f"    {v / calls:9.1f} us  {cnt[k] // calls} x {k[:90]}")
     # The kernels before each call: if they too run slower next to ours than next to cuBLAS's, the
     # cause is a GPU-wide state (clocks, power), not ours alone.
     for k, v in sorted(pre_tot.items(), key=lambda kv: -kv[1]):
-        print(f"      before: {v / calls:9.1f} us  {k}")
+        same = " (the call's kernel)" if k in tot else ""
+        print(f"      before: {v / calls:9.1f} us  {k[:90]}{same}")
 
 
 BETWEEN_PARTS = ("sdpa", "gemm", "add")
@@ -136,6 +141,10 @@ def main():
                     help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
     ap.add_argument("--between-parts", default=",".join(BETWEEN_PARTS),
                     help="with --between: which of sdpa,gemm,add to run (default all; e.g. 'sdpa' or 'gemm')")
+    ap.add_argument("--prime-k", type=int, default=0,
+                    help="with --between: then, last before each call, a torch_tk.gemm of the same operands' first "
+                         "PRIME_K columns of A / rows of B (the same kernel when the plan is the same; force it "
+                         "with TK_HOPPER_TILE): brings that kernel's code into L2 before the call")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     try:
@@ -152,8 +161,15 @@ def main():
         # The dispatcher's plan: this process's TK_HOPPER_* knobs included (a forced TK_HOPPER_TILE too),
         # as for F.linear's layout (NT); other layouts may lose the odd widths (module.cpp).
         print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())}")
-        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, between)
-        report("  torch", lambda: torch.mm(a, b), args.reps, flush, between)
+        pre = between
+        if between is not None and args.prime_k > 0:
+            a_p, b_p = a[:, :args.prime_k], b[:args.prime_k, :]
+
+            def pre():
+                between()
+                torch_tk.gemm(a_p, b_p)
+        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, pre)
+        report("  torch", lambda: torch.mm(a, b), args.reps, flush, pre)
     return 0
 
 
