@@ -282,8 +282,8 @@ constexpr int kEvictFirstMaxM = 256;
 // an L2 flush (or other kernels' data) its code comes from DRAM, one instruction-cache miss after
 // another: ~7k cycles at 256x8192x8192 (H200 2026-11-28f trace). A scout fetches that code into L2
 // at the start on an otherwise idle SM, off every real CTA's path; the same kernel run on a K slice
-// just before the call (the code in L2) took 256x8192x8192 from 51.9 to 50.2 us (49.1 with both
-// operands first-to-evict, which keeps the code lines longer), H200 2026-11-29 (benchmarks/NOTES.md).
+// just before the call (the code in L2) took 256x8192x8192 from 51.9 to 50.2 us (49.1 with A
+// first-to-evict too), H200 2026-11-29, profile_shapes.py --prime-k (benchmarks/NOTES.md).
 // Only static, unclustered, unsplit plans of one unit per CTA with fewer CTAs than SMs; the
 // launch drops the scouts unless the output is TMA-stored (launch_impl.cuh).
 constexpr int kScouts = 0;
