@@ -1067,10 +1067,11 @@ def test_bn224_in_child_process():
 
 
 _SCOUTS = "8"
-# Plans of one unit per CTA with idle SMs on a 132-SM GPU, NT (F.linear's layout): the one-warpgroup
-# 128x128 kernel (256 and 129 rows: 2 row tiles, N tails), 64-row tiles (96 rows), a swapped plan
-# (transposed TMA store: 40 tokens), 128x256 tiles (2048x2048); K tails.
-_SCOUT_SHAPES = [(256, 8200, 1000), (129, 4100, 520), (96, 4096, 777), (40, 8192, 1030), (2048, 2050, 1000)]
+# Plans of one unit per CTA with idle SMs on a 132-SM GPU, NT (F.linear's layout; hopper_plan with
+# scouts=8 on 132 SMs: 2, 8, 4, 4, 4 scouts): the one-warpgroup 128x128 kernel (256 rows, N tail),
+# 64-row tiles (129 and 96 rows), a swapped 64-row plan (40 tokens: the transposed TMA store),
+# 128x256 tiles (2000x2040: M and N tails); K tails.
+_SCOUT_SHAPES = [(256, 8200, 1000), (129, 4100, 520), (96, 4096, 777), (40, 8192, 1030), (2000, 2040, 1000)]
 
 
 @_forced_tile_params(_SCOUT_SHAPES)
