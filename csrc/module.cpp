@@ -41,7 +41,6 @@ py::dict plan_dict(const tk::hopper::GemmPlan& p) {
   d["wg_rows"] = p.wg_rows;
   d["fused_split"] = p.fused_split;
   d["evict_first"] = p.evict_first;
-  d["scouts"] = p.scouts;
   return d;
 }
 }  // namespace
@@ -179,18 +178,16 @@ PYBIND11_MODULE(_C, m) {
          int fill_narrow_max_k_tiles, bool allow_dynamic, int stream_k, bool fuse_split, bool bm64,
          int stream_k_fill, int one_wg, int bn192, int unswap128, std::optional<std::tuple<bool, int, int, int, int>> tile,
          int odd_widths, int odd_layouts, int mid64, std::optional<bool> out_tma,
-         std::optional<int> split_sectors, int sector_clusters, int scouts) {
+         std::optional<int> split_sectors, int sector_clusters) {
         std::optional<tk::hopper::TileChoice> t;
         if (tile) t = tk::hopper::TileChoice{std::get<0>(*tile), std::get<1>(*tile), std::get<2>(*tile),
                                              std::get<3>(*tile), std::get<4>(*tile)};
-        tk::hopper::GemmPlan p = tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
+        return plan_dict(tk::hopper::plan_gemm(M, N, K, sms, all_widths, max_cluster, group_m, min_split_k_tiles,
                                                fill_narrow_max_k_tiles, allow_dynamic, stream_k, fuse_split,
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
                                                t ? &*t : nullptr, odd_widths, odd_layouts, mid64,
                                                out_tma.value_or(tk::hopper::output_tma_storable(N, all_widths)),
-                                               split_sectors.value_or(tk::hopper::split_sectors_nt(K)), sector_clusters);
-        p.scouts = tk::hopper::plan_scouts(p, sms, scouts);
-        return plan_dict(p);
+                                               split_sectors.value_or(tk::hopper::split_sectors_nt(K)), sector_clusters));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 0, py::arg("group_m") = 0,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
@@ -200,12 +197,11 @@ PYBIND11_MODULE(_C, m) {
       py::arg("unswap128") = tk::hopper::kUnswapOneWave128, py::arg("tile") = py::none(),
       py::arg("odd_widths") = tk::hopper::kOddWidths, py::arg("odd_layouts") = 3,
       py::arg("mid64") = tk::hopper::kMid64, py::arg("out_tma") = py::none(), py::arg("split_sectors") = py::none(),
-      py::arg("sector_clusters") = tk::hopper::kSplitSectorClusters, py::arg("scouts") = tk::hopper::kScouts,
+      py::arg("sector_clusters") = tk::hopper::kSplitSectorClusters,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h); `tile` = (swap_ab, bm, bn, splits, cluster) forces a tile "
       "(plan.h TileChoice, the TK_HOPPER_TILE knob); `out_tma` (default: a contiguous 16-bit output, N % 8 == 0) whether the "
       "output rows can be TMA-stored; `split_sectors` (bit 0 A, bit 1 B; default: F.linear's layout, both pitches 2K bytes "
-      "when 16-B aligned) which operands' line pitches split 32-B sectors (plan.h kMid64Pairs, kSplitSectorClusters); `scouts` the most scout CTAs "
-      "(plan.h plan_scouts, the TK_HOPPER_SCOUTS knob).");
+      "when 16-B aligned) which operands' line pitches split 32-B sectors (plan.h kMid64Pairs, kSplitSectorClusters).");
   m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit
   m.def(
       "hopper_skinny_plan",

@@ -86,10 +86,6 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_CLUSTER=2 TK_HOPPER_GROUP_M=16 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(cluster=2,group_m=16)=rc$rc"
-  # scout CTAs (opt-in) on the one-unit-per-CTA plans: each runs an empty unit past the last row
-  TK_HOPPER_SCOUTS=8 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
-  rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(scouts=8)=rc$rc"
   # the non-default kernels: full boxes zero-filled past M / N instead of the tail boxes, the
   # skinny kernel's 32-row 8-warp CTAs, two consumer warpgroups on every 128x128 tile, 256-wide
   # tiles where the default takes 192 (160x20000x520)

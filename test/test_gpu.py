@@ -1066,40 +1066,6 @@ def test_bn224_in_child_process():
     assert re.search(r"\b32 passed", out), out[-4000:]
 
 
-_SCOUTS = "8"
-# Plans of one unit per CTA with idle SMs on a 132-SM GPU, NT (F.linear's layout; hopper_plan with
-# scouts=8 on 132 SMs: 2, 8, 4, 4, 4 scouts): the one-warpgroup 128x128 kernel (256 rows, N tail),
-# 64-row tiles (129 and 96 rows), a swapped 64-row plan (40 tokens: the transposed TMA store),
-# 128x256 tiles (2000x2040: M and N tails); K tails.
-_SCOUT_SHAPES = [(256, 8200, 1000), (129, 4100, 520), (96, 4096, 777), (40, 8192, 1030), (2000, 2040, 1000)]
-
-
-@_forced_tile_params(_SCOUT_SHAPES)
-def test_gemm_scouts(shape, layout, dtype):
-    """Scout CTAs (TK_HOPPER_SCOUTS, opt-in; plan.h plan_scouts, gemm_kernel.cuh): up to 8 extra
-    CTAs run an empty unit past the output's last row, so nothing of theirs may land in the
-    output; gemm and addmm against the float64 reference (test_scouts_in_child_process runs this
-    under the knob). The dispatcher's plan for F.linear's layout must take scouts on these
-    shapes, or the test no longer exercises them."""
-    if os.environ.get("TK_HOPPER_SCOUTS") != _SCOUTS:
-        pytest.skip(f"runs in a child process with TK_HOPPER_SCOUTS={_SCOUTS} (test_scouts_in_child_process)")
-    M, N, K = shape
-    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
-        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-        assert plan["scouts"] > 0, plan
-    _check_gemm_and_addmm(shape, layout, dtype, "scouts")
-
-
-@needs_hopper
-def test_scouts_in_child_process():
-    """The scout CTAs (TK_HOPPER_SCOUTS=8) on one-unit-per-CTA plans: the scout shapes and the
-    one-warpgroup and 64-row tests pass with them."""
-    out = _pytest_child({"TK_HOPPER_SCOUTS": _SCOUTS},
-                        "test_gemm_scouts or test_gemm_one_warpgroup_128x128 or test_gemm_bm64", timeout=500)
-    m = re.search(r"\b(\d+) passed", out)
-    assert m and int(m.group(1)) >= 40, out[-4000:]
-
-
 @needs_hopper
 def test_ring_staging_in_child_process():
     """The one-warpgroup 128x128 kernels with the epilogue's staging boxes in the stage ring (7

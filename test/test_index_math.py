@@ -899,36 +899,16 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
                          "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "sk_parts": 0, "fused_split": False,
-                         "evict_first": p["evict_first"], "wg_rows": 64, "scouts": 0}
+                         "evict_first": p["evict_first"], "wg_rows": 64}
         else:
             assert f == b
-
-
-def test_hopper_plan_scouts():
-    """plan.h plan_scouts (TK_HOPPER_SCOUTS, opt-in): extra CTAs only on SMs a static,
-    unclustered, unsplit one-unit-per-CTA grid leaves idle, at most the knob's count."""
-    for M, N, K in ((256, 8192, 8192), (2048, 2048, 8192), (320, 4096, 4096), (8192, 8192, 8192), (1, 4096, 4096),
-                    (128, 4096, 14336), (4096, 4096, 4096), (1000, 1001, 999)):
-        base = _C.hopper_plan(M, N, K, 132)
-        assert base["scouts"] == 0  # default kScouts = 0
-        for s in (1, 4, 200):
-            p = _C.hopper_plan(M, N, K, 132, scouts=s)
-            assert {k: v for k, v in p.items() if k != "scouts"} == {k: v for k, v in base.items() if k != "scouts"}
-            eligible = (not p["dynamic"] and p["cluster"] == 1 and p["splits"] == 1 and p["sk_tiles"] == 0
-                        and not p["fused_split"] and p["units"] == p["grid"])
-            assert p["scouts"] == (max(0, min(s, 132 - p["grid"])) if eligible else 0), (M, N, K, s, p)
-    # the cases the knob is for: 128 one-unit CTAs (4 idle SMs), 96 (36 idle)
-    assert _C.hopper_plan(256, 8192, 8192, 132, scouts=4)["scouts"] == 4
-    assert _C.hopper_plan(320, 4096, 4096, 132, scouts=8)["scouts"] == 8
-    assert _C.hopper_plan(256, 8192, 8192, 128, scouts=4)["scouts"] == 0  # no idle SM
-    assert _C.hopper_plan(8192, 8192, 8192, 132, scouts=4)["scouts"] == 0  # dynamic, clustered
 
 
 def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 16, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0, "sk_parts": 0,
-                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64, "scouts": 0}
+                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
     # long-running plans (2048 tiles x 128 k tiles >= 131072) cluster by default, with a 16-row
     # band; 8192x4096x4096 (1024 x 64) and 8192x6144x4096 (1536 x 64) do not; 8192x4096x14336 does
     assert _C.hopper_plan(8192, 8192, 8192, 132) == _C.hopper_plan(8192, 8192, 8192, 132, True, 2)
@@ -939,14 +919,14 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
-                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64, "scouts": 0}
+                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split;
     # mid64=3: without plan.h kMid64UnalignedRows, which makes them 64x128)
     assert _C.hopper_plan(1000, 1001, 999, 132, mid64=3) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
-                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64, "scouts": 0}
+                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]

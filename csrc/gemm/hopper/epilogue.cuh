@@ -70,8 +70,6 @@ struct Epilogue {
   // A plain GEMM (no C, alpha 1, deferred rounds, no stmatrix, no fused split): the kernel runs its
   // plain body (plain_body.cuh) where the store mode is a TMA one. Set by the host.
   bool plain_body = false;
-  // This launch has scout CTAs past its units (plan.h plan_scouts, gemm_kernel.cuh). Set by the host.
-  bool scouts = false;
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -372,17 +372,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       WorkUnit w_next{};
       KRange kr_next{};
       if (more) decode(u, in_sk, w_next, kr_next, seg);
-      // A scout (ep.scouts, plan.h plan_scouts: a CTA past the units, on an SM the grid leaves
-      // idle) runs one empty unit in row tile tiles_m, past the last: no k tiles, and its TMA boxes
-      // lie wholly outside the output (clipped: nothing written), so it only fetches the epilogue's
-      // code into L2 before the real CTAs reach theirs. Its producer has no unit to load.
-      if constexpr (!L::kStreamK && L::CLUSTER == 1) {
-        if (ep.scouts && !more) {
-          w_next = WorkUnit{TileCoord{grid_const(0), 0}, 0};
-          kr_next = KRange{0, 0};
-          more = true;
-        }
-      }
       unit_slot.store(u);
       while (more) {
         // This unit; the next one is fetched and decoded under this one's last wgmma group.

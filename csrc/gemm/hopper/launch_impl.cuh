@@ -213,15 +213,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                          : partial_tma ? (p.swap_ab ? kStorePartialTmaT : kStorePartialTma)
                          : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
                                                                       : kStoreRegisters;
-  // Scout CTAs (plan.h plan_scouts): launched past the plan's grid, only where their empty unit's
-  // boxes are TMA-stored (clipped wholly: nothing written) and the kernel walks units the plain way.
-  int grid = p.grid;
-  if (p.scouts < 0 || int64_t(p.grid) + p.scouts > 0x7fffffff) return "invalid scout count";
-  if (p.scouts > 0 && L::CLUSTER == 1 && !L::kStreamK && !L::kRingStaging && !p.dynamic && p.splits == 1 &&
-      p.units == p.grid && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
-    ep.scouts = true;
-    grid += p.scouts;
-  }
 
   auto kernel = gemm_kernel<L>;
   // The shared-memory opt-in is a per-device function attribute: set once per device.
@@ -242,7 +233,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   pdl.val.programmaticStreamSerializationAllowed = 1;
   if (L::CLUSTER == 1 && g.dependent) {
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(grid));
+    cfg.gridDim = dim3(unsigned(p.grid));
     cfg.blockDim = dim3(L::THREADS);
     cfg.dynamicSmemBytes = L::SMEM_BYTES;
     cfg.stream = stream;
@@ -252,7 +243,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                              store_mode, p.group_m, unit_counter);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   } else if constexpr (L::CLUSTER == 1) {
-    kernel<<<dim3(unsigned(grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(
+    kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(
         tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m, unit_counter);
   } else {
     cudaLaunchConfig_t cfg{};

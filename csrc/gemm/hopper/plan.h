@@ -50,7 +50,6 @@ struct GemmPlan {
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
   int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
-  int scouts = 0;    // extra CTAs launched past the grid's units (plan_scouts below); 0: none
 };
 
 constexpr int kPlanBK = 64;
@@ -275,24 +274,6 @@ inline bool output_tma_storable(int64_t N, bool out_16bit, uintptr_t addr = 0) {
 // that leaves L2 full of dirty lines): 64x8192x8192 47.5 -> 43.6 us, 256x4096x4096 26.1 -> 22.4,
 // 256x14336x4096 54.7 -> 51.5; 8192x4096x4096 unchanged, with A too 3-7% slower.
 constexpr int kEvictFirstMaxM = 256;
-// Scout CTAs (opt-in A/B, TK_HOPPER_SCOUTS=S; default kScouts = 0): up to S extra CTAs on SMs that
-// a one-unit-per-CTA grid leaves idle, each running one empty unit past the last row tile through
-// the consumers' epilogue (gemm_kernel.cuh; its TMA boxes lie wholly outside the output, so
-// nothing is written). Why: such a CTA's epilogue runs once, after the whole mainloop, and after
-// an L2 flush (or other kernels' data) its code comes from DRAM, one instruction-cache miss after
-// another: ~7k cycles at 256x8192x8192 (H200 2026-11-28f trace). A scout fetches that code into L2
-// at the start on an otherwise idle SM, off every real CTA's path; the same kernel run on a K slice
-// just before the call (the code in L2) took 256x8192x8192 from 51.9 to 50.2 us (49.1 with A
-// first-to-evict too), H200 2026-11-29, profile_shapes.py --prime-k (benchmarks/NOTES.md).
-// Only static, unclustered, unsplit plans of one unit per CTA with fewer CTAs than SMs; the
-// launch drops the scouts unless the output is TMA-stored (launch_impl.cuh).
-constexpr int kScouts = 0;
-inline int plan_scouts(const GemmPlan& p, int num_sms, int max_scouts) {
-  if (max_scouts <= 0 || p.dynamic || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.fused_split ||
-      p.units != p.grid)
-    return 0;
-  return std::max(0, std::min(max_scouts, num_sms - p.grid));
-}
 // bm64 (default on; TK_HOPPER_BM64=0 turns it off): the two 64-row tile rules below.
 // stream_k_fill: fewer 128 x 256 tiles than SMs run as stream-K over all SMs (stream_k.h fill
 // mode) -- 1: when the plan is already 128 x 256 unsplit (e.g. 112 tiles on 132 SMs); 2: also
