@@ -1023,6 +1023,60 @@ def test_bn144_forced_in_child_process():
     assert re.search(r"\b16 passed", out), out[-4000:]
 
 
+_TOKEN_WIDTH_SHAPES = {  # shape -> the token width plan.h kTokenWidths gives it (odd_widths bit 3)
+    (129, 4100, 1000): 40, (150, 4096, 520): 40, (192, 4096, 999): 48, (170, 4000, 300): 48,
+    (129, 8192, 777): 72, (288, 4096, 1000): 72, (320, 4100, 999): 80, (300, 4096, 4100): 80,
+    (200, 8200, 520): 104,
+}
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", list(_TOKEN_WIDTH_SHAPES), ids=lambda s: "x".join(map(str, s)))
+def test_gemm_token_widths(shape, layout, dtype):
+    """Swapped 128 x w tiles sized to the token count (plan.h kTokenWidths, TK_HOPPER_ODD_WIDTHS bit 3;
+    test_token_widths_in_child_process runs this with the bit set): every built width 40, 48, 72,
+    80, 104 (one epilogue round of 40 / 48 columns; 64 + 8, 16, 40), token tails (129, 150, 170,
+    300: the last token tile's Y box holds fewer rows), weight tails (4100, 8200), K tails, odd
+    output pitches; other layouts than a row-major A get other plans, checked all the same."""
+    if not _odd_width_bits() & 8:
+        pytest.skip("runs in a child process with TK_HOPPER_ODD_WIDTHS=15 (test_token_widths_in_child_process)")
+    M, N, K = shape
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
+        assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (True, _TOKEN_WIDTH_SHAPES[shape], 1), plan
+    _check_gemm_and_addmm(shape, layout, dtype, "token width")
+
+
+@needs_hopper
+def test_token_widths_in_child_process():
+    """The token-width tiles (plan.h kTokenWidths) under TK_HOPPER_ODD_WIDTHS=15."""
+    out = _pytest_child({"TK_HOPPER_ODD_WIDTHS": "15"}, "test_gemm_token_widths", timeout=400)
+    assert re.search(r"\b72 passed", out), out[-4000:]
+
+
+@_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])
+def test_gemm_token_width_many_units(shape, layout, dtype):
+    """Each token width forced (TK_HOPPER_TILE=1:128:w:1:1, set by
+    test_token_width_forced_in_child_process) where it takes more units than SMs: a CTA's later
+    units reuse the staging buffers (one round per unit at 40 / 48 columns)."""
+    forced = os.environ.get("TK_HOPPER_TILE", "")
+    w = int(forced.split(":")[2]) if forced.startswith("1:128:") else 0
+    if w not in (40, 48, 72, 80, 104):
+        pytest.skip("runs in a child process with TK_HOPPER_TILE=1:128:w:1:1 (test_token_width_forced_in_child_process)")
+    _forced_tile_case(forced, "test_token_width_forced_in_child_process", shape, layout, dtype,
+                      {"swap_ab": True, "bn": w, "dynamic": True}, f"bn{w} forced", min_units=133)
+
+
+@needs_hopper
+@pytest.mark.parametrize("w", [40, 48, 72, 80, 104])
+def test_token_width_forced_in_child_process(w):
+    """The token-width kernels running several units per CTA (TK_HOPPER_TILE forces the tile)."""
+    out = _pytest_child({"TK_HOPPER_TILE": f"1:128:{w}:1:1"}, "test_gemm_token_width_many_units", timeout=400)
+    assert re.search(r"\b16 passed", out), out[-4000:]
+
+
 _FORCED_BM64_PAIRS = "0:64:64:1:2"
 
 

@@ -525,7 +525,7 @@ def test_copy_out_granules_model(s, ncols):
 # ============================================================================ wgmma_acc_coord
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 128, 144, 160, 192, 224, 256])
+@pytest.mark.parametrize("n", [8, 16, 40, 48, 64, 72, 80, 104, 128, 144, 160, 192, 224, 256])
 def test_acc_coord_covers_tile_once(n):
     regs = n // 2
     seen = {}
@@ -540,7 +540,7 @@ def test_acc_coord_covers_tile_once(n):
     assert len(seen) == 64 * n
 
 
-@pytest.mark.parametrize("n", [64, 128, 144, 160, 192, 224, 256])
+@pytest.mark.parametrize("n", [40, 48, 64, 72, 80, 104, 128, 144, 160, 192, 224, 256])
 def test_acc_coord_epilogue_rounds(n):
     """The epilogue (csrc/gemm/hopper/epilogue.cuh) stores 64-column rounds from accumulator
     registers [32 H, 32 H + 32), the last round of a width that is not a multiple of 64 from
@@ -1230,6 +1230,44 @@ def test_plan_odd_widths(M, N, K, want1, want3):
         assert q["bn"] in (64, 128, 192, 256) or q["swap_ab"] != w[0], q
         assert _C.hopper_plan(M, N, K, 132, odd_widths=odd, odd_layouts=0) == base
         assert _C.hopper_plan(M, N, K, 132, False, odd_widths=odd)["bn"] == 128
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: (swap_ab, bn, units) with odd_widths bit 3 (token widths); None: the plan without it
+    (320, 4096, 4096, (True, 80, 128)),     # 96 128x128 tiles (cost 256) -> 128 of 128x80 (208), cuBLAS's tile
+    (200, 8192, 8192, (True, 104, 128)),    # 128 128x128, the second row tile 72/128 used -> 128x104
+    (129, 8192, 8192, (True, 72, 128)),
+    (129, 4096, 4096, (True, 40, 128)),     # 96 64x128 (cost 192) -> 128 of 128x40 (168)
+    (192, 4096, 4096, (True, 48, 128)),
+    (300, 4100, 999, (True, 80, 132)),      # 33 row tiles x 4
+    (200, 4096, 4096, None),                # 128 64x128 tiles; 128x64 costs as much
+    (256, 8192, 8192, None),                # 128x128 either way
+    (320, 8192, 8192, None),                # swapped 128x160 already (nothing narrower fits one wave)
+    (128, 4096, 4096, None),                # below kTokenWidthsMinM
+    (384, 4096, 4096, None),                # above kTokenWidthsMaxM
+    (320, 4096, 14336, None),               # split plans: unchanged
+    (320, 14336, 4096, None),               # 112 row tiles: no width fits one wave below 320
+])
+def test_plan_token_widths(M, N, K, want):
+    """plan.h kTokenWidths (odd_widths bit 3): for 129..320 tokens an unsplit plan of at most one
+    wave takes swapped 128 x w tiles, w the width of least 128 + w that fits one wave, when that is
+    >= 5% below the plan's bm + bn; a row-major A only (odd_layouts bit 0); fp32 outputs keep
+    128-wide tiles."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=15)
+    if want is None:
+        assert p == base
+        return
+    assert (p["swap_ab"], p["bn"], p["units"]) == want, p
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["sk_tiles"] == 0
+    assert p["units"] <= 132 and p["grid"] == p["units"]
+    # the plan it replaces fits one wave and streams >= 5% more bytes per CTA
+    assert base["units"] <= 132 and 20 * (128 + p["bn"]) <= 19 * (base["bm"] + base["bn"])
+    # no narrower built width fits one wave
+    narrower = [w for w in (40, 48, 64, 72, 80, 104, 128, 144, 160) if w < p["bn"]]
+    assert all(-(-N // 128) * -(-M // w) > 132 for w in narrower)
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
+    assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
 
 
 @pytest.mark.parametrize("M,N,K,want", [

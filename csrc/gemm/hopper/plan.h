@@ -38,7 +38,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160 (odd_widths below)
+  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 224 (odd_widths), 40 .. 104 (kTokenWidths)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -63,8 +63,10 @@ struct TileChoice {
   int bm, bn, splits, cluster;
 };
 
-// The widths that are not a multiple of 64 (kOddWidths below), built for 128-row tiles.
-inline bool odd_width(int bn) { return bn == 144 || bn == 160 || bn == 224; }
+// The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row tiles.
+inline bool odd_width(int bn) {
+  return bn == 40 || bn == 48 || bn == 72 || bn == 80 || bn == 104 || bn == 144 || bn == 160 || bn == 224;
+}
 
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
 // K-major).
@@ -197,6 +199,17 @@ constexpr int kWidth192 = 3;
 // 512x14336x4096 96.5 -> 89.8, 448x14336x4096 97.1 -> 90.1, 512x14336x8192 182.4 -> 172.0;
 // 4 waves: 512x28672x4096 189.3 -> 175.2.
 constexpr int kOddWidths = 7;
+// Bit 3 of odd_widths (TK_HOPPER_ODD_WIDTHS=15): swapped tiles sized to the token count. For
+// 129..320 tokens, an unsplit plan of at most one wave is re-planned as swapped 128 x w tiles, w
+// the width of least 128 + w (the operand bytes each CTA streams per k tile) whose tiles still fit
+// one wave, if that is >= 5% below the plan's bm + bn. Why: these plans are bound by each SM's
+// operand ingress, not by its tensor pipe (~45 B per cycle and SM, 2026-11-26 traces: a 128 x 80
+// k tile needs 320 tensor cycles and 26 KB), and cuBLAS runs such tiles (torch.profiler,
+// 2026-11-29: 128x80 at 320x4096x4096, 128x104 at 200x8192x8192, 128 CTAs each, where ours ran
+// 96 128x128 CTAs and 128 of 128x128 with a half-empty second row tile). The candidates are the
+// built widths (kTokenWidths, then 64, 128, 144, 160), for a row-major A only (odd_layouts bit 0).
+inline constexpr int kTokenWidths[] = {40, 48, 64, 72, 80, 104, 128, 144, 160};
+constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
 // the A operand. H200 A/B (2026-11-25h, TK_HOPPER_TILE=0:128:128:1:1, 3 rounds, us, swapped ->
@@ -411,6 +424,17 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if (best_bn > 0) {
       p.swap_ab = best_swap, p.bn = best_bn;
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
+    }
+  }
+  // odd_widths bit 3 (kTokenWidths above): swapped tiles sized to the token count.
+  if ((odd_widths & 8) && all_widths && (odd_layouts & 1) && M >= kTokenWidthsMinM && M <= kTokenWidthsMaxM &&
+      p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
+    int best = (p.bm + p.bn) * 19 / 20 + 1, best_bn = 0;  // + 1: at least 5% less (integer cut)
+    for (const int w : kTokenWidths)
+      if (plan_tiles(N, M, 128, w) <= num_sms && 128 + w < best) best = 128 + w, best_bn = w;
+    if (best_bn > 0) {
+      p.swap_ab = true, p.bm = 128, p.bn = best_bn, pair_rows = false;
+      rows = N, cols = M;
     }
   }
   // mid64 (above); out_tma: the output's rows can be TMA-stored (16-bit, 16-B aligned pitch).
