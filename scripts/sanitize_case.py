@@ -10,10 +10,11 @@ stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tile
 (with TK_HOPPER_STREAMK=1 or 3, plan.h kStreamKTail: all of them dealt by k iteration);
 5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 1, partial K chunk, partial last CTA);
-300x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
+330x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
 output: 300x257x100, 60x1032x100, 14x8200x130; TK_HOPPER_ONE_WG=0, the second run, turns them
 back into two-warpgroup tiles); 190x20000x520 -> swapped 128x192 tiles, 157 units, 3 epilogue
-rounds per unit (TK_HOPPER_BN192=0, the second run: 128x256 tiles); 300x8200x520 -> swapped 128x160
+rounds per unit (TK_HOPPER_BN192=0, the second run: 128x256 tiles); 300x4000x136 -> swapped
+128x80 tiles sized to the tokens (plan.h kTokenWidths), a 16-column last epilogue round; 300x8200x520 -> swapped 128x160
 tiles for a row-major A (a 32-column last epilogue round through its own TMA box; a token tail);
 360x6150x520 -> unswapped 128x144 tiles (odd output pitch: every round copied out by rows, the
 last a 16-column one; under TK_HOPPER_TILE=0:128:144:1:1, gpu_check.sh, every shape with a 16-bit
@@ -38,7 +39,7 @@ import torch_tk
 def main():
     small = "--small" in sys.argv  # racecheck/synccheck instrument every mbarrier spin: keep it short
     shapes = ((300, 257, 100), (20, 200, 1000), (300, 100, 64), (1100, 4000, 520), (9, 1100, 1001), (150, 2100, 1000),
-              (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (300, 4000, 136),
+              (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (330, 4000, 136), (300, 4000, 136),
               (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000), (300, 1600, 8300),
               (1100, 4200, 1000))
     if not small:

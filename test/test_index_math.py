@@ -1216,7 +1216,7 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     only where its Y is K-major (odd_layouts); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=0)
     assert base["bn"] in (64, 128, 192, 256)
-    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=7)  # the default
+    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=15)  # the default
     for odd, w in ((1, want1), (3, want3)):
         p = _C.hopper_plan(M, N, K, 132, odd_widths=odd)
         if w is None:
@@ -1235,26 +1235,30 @@ def test_plan_odd_widths(M, N, K, want1, want3):
 @pytest.mark.parametrize("M,N,K,want", [
     # want: (swap_ab, bn, units) with odd_widths bit 3 (token widths); None: the plan without it
     (320, 4096, 4096, (True, 80, 128)),     # 96 128x128 tiles (cost 256) -> 128 of 128x80 (208), cuBLAS's tile
-    (200, 8192, 8192, (True, 104, 128)),    # 128 128x128, the second row tile 72/128 used -> 128x104
-    (129, 8192, 8192, (True, 72, 128)),
-    (129, 4096, 4096, (True, 40, 128)),     # 96 64x128 (cost 192) -> 128 of 128x40 (168)
-    (192, 4096, 4096, (True, 48, 128)),
+    (288, 4096, 4096, (True, 72, 128)),
+    (129, 8192, 8192, (True, 72, 128)),     # 128 128x128, the second row tile 1/128 used -> 128x72
+    (160, 8192, 8192, (True, 80, 128)),
     (300, 4100, 999, (True, 80, 132)),      # 33 row tiles x 4
-    (200, 4096, 4096, None),                # 128 64x128 tiles; 128x64 costs as much
+    (129, 4096, 4096, None),                # 96 64x128 tiles (cost 192); 128x72: 64 tiles
+    (200, 8192, 8192, None),                # 104 wide would fit one wave: not built (measured slower)
+    (200, 4096, 4096, None),                # 128 64x128 tiles
     (256, 8192, 8192, None),                # 128x128 either way
     (320, 8192, 8192, None),                # swapped 128x160 already (nothing narrower fits one wave)
     (128, 4096, 4096, None),                # below kTokenWidthsMinM
     (384, 4096, 4096, None),                # above kTokenWidthsMaxM
     (320, 4096, 14336, None),               # split plans: unchanged
     (320, 14336, 4096, None),               # 112 row tiles: no width fits one wave below 320
+    (300, 257, 100, None),                  # 15 tiles: under half a wave
+    (300, 4000, 136, (True, 80, 128)),      # short K too
 ])
 def test_plan_token_widths(M, N, K, want):
-    """plan.h kTokenWidths (odd_widths bit 3): for 129..320 tokens an unsplit plan of at most one
-    wave takes swapped 128 x w tiles, w the width of least 128 + w that fits one wave, when that is
-    >= 5% below the plan's bm + bn; a row-major A only (odd_layouts bit 0); fp32 outputs keep
-    128-wide tiles."""
+    """plan.h kTokenWidths (odd_widths bit 3, default on): for 129..320 tokens an unsplit plan of at
+    most one wave takes swapped 128 x 72 or 128 x 80 tiles (the narrower that fits one wave) when
+    that gives no fewer tiles, at least half a wave, and >= 5% less 128 + w than the plan's bm + bn;
+    a row-major A only (odd_layouts bit 0); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
     p = _C.hopper_plan(M, N, K, 132, odd_widths=15)
+    assert p == _C.hopper_plan(M, N, K, 132)  # the default
     if want is None:
         assert p == base
         return
@@ -1264,8 +1268,8 @@ def test_plan_token_widths(M, N, K, want):
     # the plan it replaces fits one wave and streams >= 5% more bytes per CTA
     assert base["units"] <= 132 and 20 * (128 + p["bn"]) <= 19 * (base["bm"] + base["bn"])
     # no narrower built width fits one wave
-    narrower = [w for w in (40, 48, 64, 72, 80, 104, 128, 144, 160) if w < p["bn"]]
-    assert all(-(-N // 128) * -(-M // w) > 132 for w in narrower)
+    assert p["bn"] == 80 or -(-N // 128) * -(-M // 72) <= 132  # 72 wherever it fits one wave
+    assert 2 * p["units"] >= 132 and p["units"] >= base["units"]
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
 

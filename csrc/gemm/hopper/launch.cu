@@ -8,7 +8,7 @@ namespace tk::hopper {
 namespace {
 // Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
 // with 256 columns: measured slower), the odd widths 144, 160, 224 (plan.h kOddWidths) and the
-// token widths 40, 48, 72, 80, 104 (plan.h kTokenWidths).
+// token widths 72, 80 (plan.h kTokenWidths).
 template <typename T, typename OutT, int BN, int BM>
 const char* rows128_only(const GemmArgs& g, void* s) {
   if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
@@ -18,19 +18,16 @@ const char* rows128_only(const GemmArgs& g, void* s) {
 template <typename T, typename OutT, int BM>
 const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
-    case 40: return rows128_only<T, OutT, 40, BM>(g, s);
-    case 48: return rows128_only<T, OutT, 48, BM>(g, s);
     case 64: return launch_family<T, OutT, 64, BM>(g, s);
     case 72: return rows128_only<T, OutT, 72, BM>(g, s);
     case 80: return rows128_only<T, OutT, 80, BM>(g, s);
-    case 104: return rows128_only<T, OutT, 104, BM>(g, s);
     case 128: return launch_family<T, OutT, 128, BM>(g, s);
     case 144: return rows128_only<T, OutT, 144, BM>(g, s);
     case 160: return rows128_only<T, OutT, 160, BM>(g, s);
     case 192: return rows128_only<T, OutT, 192, BM>(g, s);
     case 224: return rows128_only<T, OutT, 224, BM>(g, s);
     case 256: return rows128_only<T, OutT, 256, BM>(g, s);
-    default: return "plan.bn must be 40, 48, 64, 72, 80, 104, 128, 144, 160, 192, 224 or 256";
+    default: return "plan.bn must be 64, 72, 80, 128, 144, 160, 192, 224 or 256";
   }
 }
 

@@ -38,7 +38,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 224 (odd_widths), 40 .. 104 (kTokenWidths)
+  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 224 (odd_widths), 72, 80 (kTokenWidths)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -65,7 +65,7 @@ struct TileChoice {
 
 // The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row tiles.
 inline bool odd_width(int bn) {
-  return bn == 40 || bn == 48 || bn == 72 || bn == 80 || bn == 104 || bn == 144 || bn == 160 || bn == 224;
+  return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 224;
 }
 
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
@@ -179,7 +179,7 @@ constexpr int kOneWarpgroupWidths = 1;
 // 384x4096x14336 86.8 -> 74.4, 384x4096x28672 161 -> 143, 256x6144x16384 102 -> 92,
 // 320x4096x14336 72.0 -> 66.8 (160 wide), 384x14336x4096 95.3 -> 78.9, 640x8192x8192 175 -> 141.
 constexpr int kWidth192 = 3;
-// Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 3): for mid-M
+// Widths that are not a multiple of 64 (TK_HOPPER_ODD_WIDTHS, a mask, default 15): for mid-M
 // problems an unsplit 128-row plan is re-planned with the candidate of least waves x tile width
 // when that is at least 10% less, as cuBLAS picks its tiles (H200, torch.profiler: 128x160 at
 // 320x8192x8192, 144 weights wide at 384x6144x4096). H200 A/B, bf16 NT, us (benchmarks/NOTES.md):
@@ -198,17 +198,21 @@ constexpr int kWidth192 = 3;
 // 50.0 -> 46.1; 2 waves: 256x28672x4096 104.9 -> 92.4, 200x28672x4096 98.6 -> 91.7,
 // 512x14336x4096 96.5 -> 89.8, 448x14336x4096 97.1 -> 90.1, 512x14336x8192 182.4 -> 172.0;
 // 4 waves: 512x28672x4096 189.3 -> 175.2.
-constexpr int kOddWidths = 7;
-// Bit 3 of odd_widths (TK_HOPPER_ODD_WIDTHS=15): swapped tiles sized to the token count. For
-// 129..320 tokens, an unsplit plan of at most one wave is re-planned as swapped 128 x w tiles, w
-// the width of least 128 + w (the operand bytes each CTA streams per k tile) whose tiles still fit
-// one wave, if that is >= 5% below the plan's bm + bn. Why: these plans are bound by each SM's
-// operand ingress, not by its tensor pipe (~45 B per cycle and SM, 2026-11-26 traces: a 128 x 80
-// k tile needs 320 tensor cycles and 26 KB), and cuBLAS runs such tiles (torch.profiler,
-// 2026-11-29: 128x80 at 320x4096x4096, 128x104 at 200x8192x8192, 128 CTAs each, where ours ran
-// 96 128x128 CTAs and 128 of 128x128 with a half-empty second row tile). The candidates are the
-// built widths (kTokenWidths, then 64, 128, 144, 160), for a row-major A only (odd_layouts bit 0).
-inline constexpr int kTokenWidths[] = {40, 48, 64, 72, 80, 104, 128, 144, 160};
+constexpr int kOddWidths = 15;
+// Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
+// For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
+// swapped 128 x 72 or 128 x 80 tiles (the narrower that fits one wave) when that gives no fewer tiles,
+// at least half a wave, and >= 5% less 128 + w than the plan's bm + bn (the operand bytes each CTA
+// streams per k tile: these plans are bound by per-SM operand ingress, not by the tensor pipe).
+// cuBLAS runs such tiles (torch.profiler, 2026-11-29: 128x80 at 320x4096x4096, 128 CTAs, where
+// ours ran 96 one-warpgroup 128x128 CTAs). H200 A/B (2026-11-29b, 2 rounds, us, dirty / clean L2,
+// 7 -> 15): 320x4096x4096 (80) 29.6 / 28.6 -> 29.4 / 26.7, 288x4096x4096 (72) 29.5 / 28.4 -> 28.9 /
+// 26.3, 129x8192x8192 (72) 51.6 / 50.7 -> 50.5 / 48.4. Measured and dropped the same day: 40 and
+// 48 wide (129x4096x4096 20.3 -> 23.8, 192x4096x4096 20.2 -> 23.1, 160x4096x4096 20.2 -> 23.8,
+// against 64-row 64 x 128 tiles) and 104 (200x8192x8192 52.5 / 51.2 -> 54.6 / 51.7,
+// 192x8192x8192 52.0 -> 54.1): the narrow two-warpgroup kernels stream operands more slowly per SM
+// than their byte count says, so only the widths that won are built (benchmarks/NOTES.md).
+inline constexpr int kTokenWidths[] = {72, 80};
 constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
@@ -429,9 +433,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // odd_widths bit 3 (kTokenWidths above): swapped tiles sized to the token count.
   if ((odd_widths & 8) && all_widths && (odd_layouts & 1) && M >= kTokenWidthsMinM && M <= kTokenWidthsMaxM &&
       p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
+    const int64_t tiles0 = plan_tiles(rows, cols, p.bm, p.bn);
     int best = (p.bm + p.bn) * 19 / 20 + 1, best_bn = 0;  // + 1: at least 5% less (integer cut)
-    for (const int w : kTokenWidths)
-      if (plan_tiles(N, M, 128, w) <= num_sms && 128 + w < best) best = 128 + w, best_bn = w;
+    for (const int w : kTokenWidths) {
+      const int64_t t = plan_tiles(N, M, 128, w);
+      if (t <= num_sms && t >= tiles0 && 2 * t >= num_sms && 128 + w < best) best = 128 + w, best_bn = w;
+    }
     if (best_bn > 0) {
       p.swap_ab = true, p.bm = 128, p.bn = best_bn, pair_rows = false;
       rows = N, cols = M;

@@ -1,3 +1,0 @@
-// Kernel family (__half -> __half, 128 x 48 tiles, K-major Y only; plan.h kTokenWidths); one family per file for parallel builds.
-#include "launch_impl.cuh"
-TK_HOPPER_FAMILY(__half, __half, 48, 128)
