@@ -1164,7 +1164,7 @@ def test_plan_forced_tile(M, N, K, tile, want):
     p = _C.hopper_plan(M, N, K, 132, tile=tile)
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
-    for bad in [(False, 64, 256, 1, 1), (False, 128, 80, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
+    for bad in [(False, 64, 256, 1, 1), (False, 128, 88, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
                 (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (False, 64, 144, 1, 1), (False, 64, 224, 1, 1),
                 (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
