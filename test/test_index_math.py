@@ -1237,7 +1237,9 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     (320, 4096, 4096, (True, 80, 128)),     # 96 128x128 tiles (cost 256) -> 128 of 128x80 (208), cuBLAS's tile
     (288, 4096, 4096, (True, 72, 128)),
     (129, 8192, 8192, (True, 72, 128)),     # 128 128x128, the second row tile 1/128 used -> 128x72
-    (160, 8192, 8192, (True, 80, 128)),
+    (144, 8192, 8192, (True, 72, 128)),
+    (160, 8192, 8192, None),                # 80 wide only from 257 tokens (kTokenWidth80MinM: measured slower here)
+    (152, 8192, 8192, None),
     (300, 4100, 999, (True, 80, 132)),      # 33 row tiles x 4
     (129, 4096, 4096, None),                # 96 64x128 tiles (cost 192); 128x72: 64 tiles
     (200, 8192, 8192, None),                # 104 wide would fit one wave: not built (measured slower)
@@ -1253,7 +1255,7 @@ def test_plan_odd_widths(M, N, K, want1, want3):
 ])
 def test_plan_token_widths(M, N, K, want):
     """plan.h kTokenWidths (odd_widths bit 3, default on): for 129..320 tokens an unsplit plan of at
-    most one wave takes swapped 128 x 72 or 128 x 80 tiles (the narrower that fits one wave) when
+    most one wave takes swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when
     that gives no fewer tiles, at least half a wave, and >= 5% less 128 + w than the plan's bm + bn;
     a row-major A only (odd_layouts bit 0); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
@@ -1269,6 +1271,7 @@ def test_plan_token_widths(M, N, K, want):
     assert base["units"] <= 132 and 20 * (128 + p["bn"]) <= 19 * (base["bm"] + base["bn"])
     # no narrower built width fits one wave
     assert p["bn"] == 80 or -(-N // 128) * -(-M // 72) <= 132  # 72 wherever it fits one wave
+    assert p["bn"] == 72 or M >= 257  # 80 from 257 tokens (plan.h kTokenWidth80MinM)
     assert 2 * p["units"] >= 132 and p["units"] >= base["units"]
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128

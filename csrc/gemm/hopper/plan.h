@@ -201,7 +201,7 @@ constexpr int kWidth192 = 3;
 constexpr int kOddWidths = 15;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
-// swapped 128 x 72 or 128 x 80 tiles (the narrower that fits one wave) when that gives no fewer tiles,
+// swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
 // at least half a wave, and >= 5% less 128 + w than the plan's bm + bn (the operand bytes each CTA
 // streams per k tile: these plans are bound by per-SM operand ingress, not by the tensor pipe).
 // cuBLAS runs such tiles (torch.profiler, 2026-11-29: 128x80 at 320x4096x4096, 128 CTAs, where
@@ -213,6 +213,12 @@ constexpr int kOddWidths = 15;
 // 192x8192x8192 52.0 -> 54.1): the narrow two-warpgroup kernels stream operands more slowly per SM
 // than their byte count says, so only the widths that won are built (benchmarks/NOTES.md).
 inline constexpr int kTokenWidths[] = {72, 80};
+// 80 only from 257 tokens (where four 80-wide token tiles fill a wave at N ~ 4096): at two token
+// tiles it lost in a second A/B (H200 2026-11-29b, 3 rounds, us, dirty / clean L2, 15 -> 7):
+// 160x8192x8192 54.4 / 50.6 against 52.0 / 50.9, 152x8192x8192 51.6 / 49.4 against 52.2 / 50.9 (the
+// same run: 136x8192x8192 (72) 51.2 / 48.5 against 52.1 / 50.7, 129x8192x8192 51.7 / 48.2 against
+// 52.0 / 50.6, 320x4096x4096 29.0 / 26.5 against 29.8 / 28.3).
+constexpr int kTokenWidth80MinM = 257;
 constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
@@ -436,6 +442,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const int64_t tiles0 = plan_tiles(rows, cols, p.bm, p.bn);
     int best = (p.bm + p.bn) * 19 / 20 + 1, best_bn = 0;  // + 1: at least 5% less (integer cut)
     for (const int w : kTokenWidths) {
+      if (w == 80 && M < kTokenWidth80MinM) continue;
       const int64_t t = plan_tiles(N, M, 128, w);
       if (t <= num_sms && t >= tiles0 && 2 * t >= num_sms && 128 + w < best) best = 128 + w, best_bn = w;
     }
