@@ -56,8 +56,16 @@ struct gemm_layout {
 #ifndef TK_BM128_KT
 #define TK_BM128_KT 1
 #endif
+  // TK_NARROW_KT (build define, A/B; not GPU-run yet): k tiles per stage of the 72- and 80-wide
+  // token-width kernels (plan.h kTokenWidths), whose k tile is 288-320 tensor cycles: one
+  // full/empty round trip per two k tiles, as the 64 x 64 kernels take (benchmarks/NOTES.md
+  // 2026-11-29b: narrow two-warpgroup tiles stream operands more slowly than their bytes say).
+#ifndef TK_NARROW_KT
+#define TK_NARROW_KT 1
+#endif
   static constexpr int KT = BM_ == 64    ? (TK_BM64_KT > 0 ? TK_BM64_KT : BN_ == 64 ? 2 : 1)
                             : BN_ == 128 ? TK_BM128_KT
+                            : BN_ < 128 && BN_ % 64 != 0 ? TK_NARROW_KT
                                          : 1;
   static_assert(KT == 1 || !STREAM_K_, "several k tiles per stage: not in the stream-K kernels");
   static constexpr int SUB_BYTES = a_tile::kBytes + b_tile::kBytes;
