@@ -1045,7 +1045,17 @@ def test_gemm_token_widths(shape, layout, dtype):
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
         assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (True, _TOKEN_WIDTH_SHAPES[shape], 1), plan
+        one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))
+        assert plan["wg_rows"] == (128 if one_wg & 16 else 64), plan
     _check_gemm_and_addmm(shape, layout, dtype, "token width")
+
+
+@needs_hopper
+def test_token_widths_one_wg_in_child_process():
+    """The token-width tiles on one consumer warpgroup (two 64-row strips, each with the narrow
+    last round; plan.h one_wg bit 4, opt-in): test_gemm_token_widths under TK_HOPPER_ONE_WG=17."""
+    out = _pytest_child({"TK_HOPPER_ONE_WG": "17"}, "test_gemm_token_widths", timeout=400)
+    assert re.search(r"\b56 passed", out), out[-4000:]
 
 
 @_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])

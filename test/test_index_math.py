@@ -1275,6 +1275,9 @@ def test_plan_token_widths(M, N, K, want):
     assert 2 * p["units"] >= 132 and p["units"] >= base["units"]
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
+    # one_wg bit 4 (A/B): the same tiles on one consumer warpgroup; the rest of the plan unchanged
+    q = _C.hopper_plan(M, N, K, 132, one_wg=17)
+    assert q["wg_rows"] == 128 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
 
 
 @pytest.mark.parametrize("M,N,K,want", [

@@ -81,8 +81,8 @@ struct gemm_layout {
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
   static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
   static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
-  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && WG_ROWS_ == 64),
-                "narrow last rounds: unclustered two-warpgroup tiles with a K-major Y only");
+  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && (WG_ROWS_ == 64 || BN_ < 128)),
+                "narrow last rounds: unclustered 128-row tiles with a K-major Y only (one warpgroup: token widths only)");
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
   // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the

@@ -325,8 +325,13 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
       return "tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB, else B "
              "column-major)";
     } else {
-      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0 || g.plan.wg_rows != 64)
-        return "tiles of a width that is not a multiple of 64: unclustered two-warpgroup kernels only";
+      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0)
+        return "tiles of a width that is not a multiple of 64: unclustered kernels only";
+      if constexpr (BN < 128) {  // token widths on one consumer warpgroup (plan.h one_wg bit 4; A/B)
+        if (g.plan.wg_rows == 128)
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
+      }
+      if (g.plan.wg_rows != 64) return "tiles of a width that is not a multiple of 64: two warpgroups above 128 columns";
       return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
     }
   } else {

@@ -161,8 +161,11 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
 // too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split
 // 128 x 256 plans re-planned as 128 x 128 with fewer splits (below; measured slower)
-// (TK_HOPPER_ONE_WG=0..15). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
-// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md).
+// (TK_HOPPER_ONE_WG=0..31). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
+// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md). Bit 4 (prepared
+// 2026-11-29b, not timed yet): the 72- and 80-wide token-width tiles (kTokenWidths below) too,
+// where two warpgroups issue 4 HGMMA of 144-160 tensor cycles each per k tile behind a full
+// wait and a release apiece (their measured rate fell short of their operand bytes).
 constexpr int kOneWarpgroupWidths = 1;
 // 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
 // 256 and the epilogue works in 64-column rounds, so 192 costs 3 rounds and 40-KB stages (4 of
@@ -517,7 +520,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
-  const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2));
+  const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2)) ||
+                            ((p.bn == 72 || p.bn == 80) && (one_wg & 16));
   if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
