@@ -440,9 +440,9 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     }
   }
   // odd_widths bit 3 (kTokenWidths above): swapped tiles sized to the token count.
+  const int64_t tiles0 = plan_tiles(rows, cols, p.bm, p.bn);
   if ((odd_widths & 8) && all_widths && (odd_layouts & 1) && M >= kTokenWidthsMinM && M <= kTokenWidthsMaxM &&
-      p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
-    const int64_t tiles0 = plan_tiles(rows, cols, p.bm, p.bn);
+      p.splits == 1 && tiles0 <= num_sms) {
     int best = (p.bm + p.bn) * 19 / 20 + 1, best_bn = 0;  // + 1: at least 5% less (integer cut)
     for (const int w : kTokenWidths) {
       if (w == 80 && M < kTokenWidth80MinM) continue;
