@@ -85,10 +85,10 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_TILE=1:128:72:1:1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(tile=swapped 128x72)=rc$rc"
-  # the token-width tiles on one consumer warpgroup (plan.h one_wg bit 4, opt-in; 300x4000x136)
-  TK_HOPPER_ONE_WG=17 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
+  # the token-width tiles on two consumer warpgroups (plan.h one_wg bit 4 off; 300x4000x136 runs one by default)
+  TK_HOPPER_ONE_WG=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(one_wg=17)=rc$rc"
+  san="$san memcheck(one_wg=1)=rc$rc"
   # 2-CTA clusters multicasting B with a 16-row-tile band on every 128x256 plan of a wave or more
   # (by default only long-running plans, too big for memcheck: plan.h kLongRunWork)
   TK_HOPPER_CLUSTER=2 TK_HOPPER_GROUP_M=16 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1

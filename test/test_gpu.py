@@ -701,7 +701,7 @@ def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     assert plan["bm"] == 128 and plan["bn"] == 128 and plan["splits"] > 1, f"shape no longer splits 128x128 tiles: {plan}"
     # TK_HOPPER_ONE_WG with bit 2 (test_one_warpgroup_split_k_in_child_process): one warpgroup, two strips
-    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))  # (bit 3 leaves these 128-wide plans as they are)
+    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "17"))  # (bit 3 leaves these 128-wide plans as they are)
     assert plan["wg_rows"] == (128 if (one_wg & 5) == 5 else 64), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
@@ -887,7 +887,7 @@ def test_gemm_split_k_wide(shape, layout, dtype):
     fewer splits; tails in M, N and K, addmm terms."""
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    if (int(os.environ.get("TK_HOPPER_ONE_WG", "1")) & 13) == 13:
+    if (int(os.environ.get("TK_HOPPER_ONE_WG", "17")) & 13) == 13:
         assert (plan["bn"], plan["wg_rows"]) == (128, 128) and plan["splits"] > 1, plan
     else:
         assert plan["bn"] == 256 and plan["splits"] > 1, f"shape no longer splits 128x256 tiles: {plan}"
@@ -1045,16 +1045,20 @@ def test_gemm_token_widths(shape, layout, dtype):
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
         assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (True, _TOKEN_WIDTH_SHAPES[shape], 1), plan
-        one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "1"))
-        assert plan["wg_rows"] == (128 if one_wg & 16 else 64), plan
+        # one consumer warpgroup (plan.h one_wg bit 4, default) where >= 3 token tiles share each
+        # weight tile (kTokenWidthOneWgMinTiles), two otherwise
+        one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "17"))
+        token_tiles = -(-M // plan["bn"])
+        assert plan["wg_rows"] == (128 if one_wg & 16 and token_tiles >= 3 else 64), plan
     _check_gemm_and_addmm(shape, layout, dtype, "token width")
 
 
 @needs_hopper
-def test_token_widths_one_wg_in_child_process():
-    """The token-width tiles on one consumer warpgroup (two 64-row strips, each with the narrow
-    last round; plan.h one_wg bit 4, opt-in): test_gemm_token_widths under TK_HOPPER_ONE_WG=17."""
-    out = _pytest_child({"TK_HOPPER_ONE_WG": "17"}, "test_gemm_token_widths", timeout=400)
+def test_token_widths_two_wg_in_child_process():
+    """Every token-width tile on two consumer warpgroups (plan.h one_wg bit 4 off; by default the
+    shapes with >= 3 token tiles run one warpgroup over two 64-row strips): test_gemm_token_widths
+    under TK_HOPPER_ONE_WG=1."""
+    out = _pytest_child({"TK_HOPPER_ONE_WG": "1"}, "test_gemm_token_widths", timeout=400)
     assert re.search(r"\b56 passed", out), out[-4000:]
 
 

@@ -1265,7 +1265,10 @@ def test_plan_token_widths(M, N, K, want):
         assert p == base
         return
     assert (p["swap_ab"], p["bn"], p["units"]) == want, p
-    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["sk_tiles"] == 0
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["sk_tiles"] == 0
+    # one consumer warpgroup (one_wg bit 4, default) where >= 3 token tiles share each weight tile
+    # (plan.h kTokenWidthOneWgMinTiles), two otherwise
+    assert p["wg_rows"] == (128 if -(-M // p["bn"]) >= 3 else 64), p
     assert p["units"] <= 132 and p["grid"] == p["units"]
     # the plan it replaces fits one wave and streams >= 5% more bytes per CTA
     assert base["units"] <= 132 and 20 * (128 + p["bn"]) <= 19 * (base["bm"] + base["bn"])
@@ -1275,9 +1278,9 @@ def test_plan_token_widths(M, N, K, want):
     assert 2 * p["units"] >= 132 and p["units"] >= base["units"]
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
-    # one_wg bit 4 (A/B): the same tiles on one consumer warpgroup; the rest of the plan unchanged
-    q = _C.hopper_plan(M, N, K, 132, one_wg=17)
-    assert q["wg_rows"] == 128 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
+    # one_wg bit 4 off (TK_HOPPER_ONE_WG=1): the same tiles on two consumer warpgroups; the rest unchanged
+    q = _C.hopper_plan(M, N, K, 132, one_wg=1)
+    assert q["wg_rows"] == 64 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
 
 
 @pytest.mark.parametrize("M,N,K,want", [

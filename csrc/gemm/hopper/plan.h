@@ -162,11 +162,19 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split
 // 128 x 256 plans re-planned as 128 x 128 with fewer splits (below; measured slower)
 // (TK_HOPPER_ONE_WG=0..31). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
-// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md). Bit 4 (prepared
-// 2026-11-29b, not timed yet): the 72- and 80-wide token-width tiles (kTokenWidths below) too,
-// where two warpgroups issue 4 HGMMA of 144-160 tensor cycles each per k tile behind a full
-// wait and a release apiece (their measured rate fell short of their operand bytes).
-constexpr int kOneWarpgroupWidths = 1;
+// plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md). Bit 4 (default since
+// 2026-12-01): the 72- and 80-wide token-width tiles (kTokenWidths below) too, where two
+// warpgroups issue 4 HGMMA of 144-160 tensor cycles each per k tile behind a full wait and a
+// release apiece -- but only where at least kTokenWidthOneWgMinTiles token tiles share each weight
+// tile. H200 A/B (2026-12-01, 2 rounds, us, dirty / clean L2, two -> one warpgroup): four token
+// tiles (N = 4096) win: 320x4096x4096 29.2 / 26.5 -> 27.7 / 24.8, 288x4096x4096 28.8 / 26.1 ->
+// 26.6 / 23.9, 300x4096x8192 49.0 / 46.6 -> 46.1 / 40.8, 288x4096x8192 48.1 / 45.5 -> 46.1 / 39.8,
+// 270x4096x4096 28.7 / 25.6 -> 27.2 / 24.1; two token tiles (N = 8192, 129-144 tokens) lose:
+// 129x8192x8192 51.1 / 48.9 -> 63.2 / 56.5, 144x8192x8192 52.1 / 49.5 -> 63.5 / 57.0,
+// 129x8192x4096 30.2 / 29.0 -> 34.0 / 30.9, 136x8192x4096 32.1 / 28.2 -> 35.5 / 30.1
+// (benchmarks/NOTES.md).
+constexpr int kOneWarpgroupWidths = 17;
+constexpr int kTokenWidthOneWgMinTiles = 3;
 // 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
 // 256 and the epilogue works in 64-column rounds, so 192 costs 3 rounds and 40-KB stages (4 of
 // them). bn192 = 1: kernel columns in 129..192 take a 192-wide tile instead of a 256-wide one
@@ -520,8 +528,9 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // which the split rule gives: tiles * splits <= SMs. Opt-in (TK_HOPPER_FUSED_SPLIT=1): slower
   // than the separate reduction kernel as measured (benchmarks/NOTES.md).
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
+  const int64_t col_tiles = tiles / tiles_m;  // tiles sharing each row tile's X operand
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2)) ||
-                            ((p.bn == 72 || p.bn == 80) && (one_wg & 16));
+                            ((p.bn == 72 || p.bn == 80) && (one_wg & 16) && col_tiles >= kTokenWidthOneWgMinTiles);
   if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
