@@ -11,6 +11,14 @@
 // (de-swizzled on the device; zeros past K), and times operand delivery alone (no math) by 64-row
 // tiles through the 8 maps against one map over the same matrix re-pitched to a 128-B multiple.
 // Each timed call follows a 256 MB memset (triton do_bench's L2 flush); us = median of 25.
+// Found on an H200 (2026-12-01, benchmarks/results/h200_2026-12-01_ab.txt): the driver encodes
+// the maps, and map 0 (row 0's base is aligned, so no inner offset) loads without error, but every
+// map whose inner start coordinate is not a multiple of 8 elements (16 B) stops the kernel with an
+// illegal instruction at its first cp.async.bulk.tensor (1000 x 999: maps 1 and 2; 1000 x 1004, 4
+// elements off: map 1; maps whose offset is 0 run). So a box must start on a 16-B boundary of its
+// row, and this way round the re-pitch copy is closed: nothing here reaches the timing lines for an
+// odd K. `residue_maps J K` loads only map J of a 1000 x K matrix (one process per try: the fault
+// ends the context). The one-map path checked 1024000 of 1024000 elements at 1000 x 999.
 // Build and run: bash benchmarks/micro/run_residue_maps.sh (H100/H200).
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -34,7 +42,8 @@ struct Maps {
 // position (out has pitch ldo = k tiles x 64), for the host to compare.
 template <int NB, int S>
 __global__ void __launch_bounds__(160, 1)
-    residue_stream(const __grid_constant__ Maps maps, int ktiles, int rows, uint16_t* out, int ldo, unsigned* sink) {
+    residue_stream(const __grid_constant__ Maps maps, int ktiles, int rows, uint16_t* out, int ldo, unsigned* sink,
+                   int only = -1) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   constexpr int kStage = 64 * 128;  // 64 rows x 128 B
@@ -53,12 +62,13 @@ __global__ void __launch_bounds__(160, 1)
       for (uint32_t t = 0; t < uint32_t(ktiles); ++t) {
         const uint32_t s = t % S;
         mbar_wait(&empty[s], ((t / S) & 1) ^ 1);
-        mbar_arrive_expect_tx(&full[s], kStage);  // boxes past M or K are zero-filled: full bytes
+        mbar_arrive_expect_tx(&full[s], only >= 0 ? 1024 : kStage);  // boxes past M or K are zero-filled: full bytes
         uint8_t* dst = smem + s * kStage;
         const int k = int(t) * 64;
         if constexpr (NB == 8) {
 #pragma unroll
-          for (int j = 0; j < 8; ++j) tma_load_2d(dst + j * 1024, &maps.m[j], &full[s], maps.shift[j] + k, r0 / 8);
+          for (int j = 0; j < 8; ++j)
+            if (only < 0 || only == j) tma_load_2d(dst + j * 1024, &maps.m[j], &full[s], maps.shift[j] + k, r0 / 8);
         } else {
           tma_load_2d(dst, &maps.m[0], &full[s], k, r0);
         }
@@ -143,12 +153,12 @@ static int residue_maps(Maps* maps, const uint16_t* a, int M, int K) {
 }
 
 template <int NB>
-static void launch(const Maps& maps, int M, int K, uint16_t* out, int ldo) {
+static void launch(const Maps& maps, int M, int K, uint16_t* out, int ldo, int only = -1) {
   constexpr int S = 8;
   auto kern = residue_stream<NB, S>;
   const int smem = S * 64 * 128 + 2 * S * 8 + 1024;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kern<<<(M + 63) / 64, 160, smem>>>(maps, (K + 63) / 64, M, out, ldo, g_sink);
+  kern<<<(M + 63) / 64, 160, smem>>>(maps, (K + 63) / 64, M, out, ldo, g_sink, only);
 }
 
 static void probe(int M, int K) {  // M >= 8 (every map holds a row)
@@ -171,11 +181,15 @@ static void probe(int M, int K) {  // M >= 8 (every map holds a row)
   std::vector<uint16_t> ha(size_t(M) * K), ho(size_t(M) * ldo);
   CK(cudaMemcpy(ha.data(), a, ha.size() * 2, cudaMemcpyDeviceToHost));
   size_t bad = 0;
-  for (int nb : {8, 1}) {
+  for (int nb : {1, 8}) {
     CK(cudaMemset(out, 0xff, size_t(M) * ldo * 2));
     if (nb == 8) launch<8>(rm, M, K, out, ldo);
     else launch<1>(pm, M, K, out, ldo);
-    CK(cudaDeviceSynchronize());
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      std::printf("%5dx%-5d %s: %s\n", M, K, nb == 8 ? "8 residue maps" : "one map", cudaGetErrorString(e));
+      std::exit(1);
+    }
     CK(cudaMemcpy(ho.data(), out, ho.size() * 2, cudaMemcpyDeviceToHost));
     size_t b = 0;
     for (int r = 0; r < M; ++r)
@@ -195,9 +209,20 @@ static void probe(int M, int K) {  // M >= 8 (every map holds a row)
   CK(cudaFree(out));
 }
 
-int main() {
+int main(int argc, char** argv) {
   CK(cudaMalloc(&g_flush, 256ull << 20));
   CK(cudaMalloc(&g_sink, 4096 * sizeof(unsigned)));
+  if (argc > 2) {  // `only J K`: load only residue map J of a 1000 x K matrix (which map / coordinate the TMA refuses)
+    const int j = std::atoi(argv[1]), K = std::atoi(argv[2]);
+    uint16_t* a;
+    CK(cudaMalloc(&a, size_t(1000) * K * 2 + 64));
+    Maps rm{};
+    const int rc = residue_maps(&rm, a, 1000, K);
+    std::printf("only map %d, K %d: encode %d, inner offset %d elements: ", j, K, rc, rm.shift[j]);
+    launch<8>(rm, 1000, K, nullptr, 0, j);
+    std::printf("%s\n", cudaGetErrorString(cudaDeviceSynchronize()));
+    return 0;
+  }
   // the unaligned suite's odd K (benchmarks/bench_gemm.py), plus M tails of a row tile
   const int shapes[][2] = {{1000, 999}, {1001, 1001}, {4095, 4095}, {4097, 4097}, {8191, 8191}, {8192, 8191}, {37, 77}};
   for (const auto& s : shapes) probe(s[0], s[1]);
