@@ -29,6 +29,7 @@
 #include "../../csrc/kittens/hopper/gl.cuh"
 #include "../../csrc/kittens/hopper/mbarrier.cuh"
 #include "../../csrc/kittens/hopper/tma.cuh"
+#include "flush_timer.cuh"
 
 using namespace kittens::hopper;
 
@@ -95,47 +96,6 @@ __global__ void __launch_bounds__(160, 1)
     }
     if (acc == 0x12345678u) sink[blockIdx.x] = acc;  // keeps the reads
   }
-}
-
-__global__ void fill_kernel(uint16_t* w, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u;
-    h ^= h >> 15;
-    w[i] = uint16_t(0x3c00 | (h & 0x3ff)) | 1;  // finite, never zero
-  }
-}
-
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-static uint8_t* g_flush = nullptr;
-static unsigned* g_sink = nullptr;
-
-template <class F>
-static double time_us(F&& launch, int reps = 25) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int r = 0; r < reps + 3; ++r) {
-    CK(cudaMemsetAsync(g_flush, 0, 256ull << 20));
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (r >= 3) v.push_back(ms * 1000.f);
-  }
-  CK(cudaGetLastError());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // The 8 residue maps of a row-major M x K bf16 matrix at `a` (pitch K elements). Returns the first
@@ -210,8 +170,7 @@ static void probe(int M, int K) {  // M >= 8 (every map holds a row)
 }
 
 int main(int argc, char** argv) {
-  CK(cudaMalloc(&g_flush, 256ull << 20));
-  CK(cudaMalloc(&g_sink, 4096 * sizeof(unsigned)));
+  micro_init();
   if (argc > 2) {  // `only J K`: load only residue map J of a 1000 x K matrix (which map / coordinate the TMA refuses)
     const int j = std::atoi(argv[1]), K = std::atoi(argv[2]);
     uint16_t* a;

@@ -31,6 +31,7 @@
 #include "../../csrc/kittens/hopper/gl.cuh"
 #include "../../csrc/kittens/hopper/mbarrier.cuh"
 #include "../../csrc/kittens/hopper/tma.cuh"
+#include "flush_timer.cuh"
 
 using namespace kittens::hopper;
 
@@ -108,48 +109,6 @@ __global__ void ldg_kernel(const uint4* w, size_t n16, unsigned* sink) {
   if (acc == 0x12345678u) sink[0] = acc;
 }
 
-__global__ void fill_kernel(uint16_t* w, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u;
-    h ^= h >> 15;
-    w[i] = uint16_t(0x3c00 | (h & 0x3ff));  // finite bf16 values, not zeros
-  }
-}
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);    \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
-static uint8_t* g_flush = nullptr;
-static const size_t kFlushBytes = 256ull << 20;
-static unsigned* g_sink = nullptr;
-
-template <class F>
-static double time_us(F&& launch, int reps = 25) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int r = 0; r < reps + 3; ++r) {
-    CK(cudaMemsetAsync(g_flush, 0, kFlushBytes));
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (r >= 3) v.push_back(ms * 1000.f);
-  }
-  CK(cudaGetLastError());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Shape {
   int n, k;
 };
@@ -211,8 +170,7 @@ static void stages_sweep(const Shape& sh, const void* w, const void* x) {
 
 int main(int argc, char** argv) {
   const bool stages = argc > 1 && std::string(argv[1]) == "stages";
-  CK(cudaMalloc(&g_flush, kFlushBytes));
-  CK(cudaMalloc(&g_sink, 4096 * sizeof(unsigned)));
+  micro_init();
   const Shape shapes[] = {{4096, 4096}, {8192, 8192}, {14336, 4096}, {4096, 14336}};
   uint16_t* x;
   CK(cudaMalloc(&x, size_t(256) * 14336 * 2));
