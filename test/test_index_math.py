@@ -1281,6 +1281,9 @@ def test_plan_token_widths(M, N, K, want):
     # one_wg bit 4 off (TK_HOPPER_ONE_WG=1): the same tiles on two consumer warpgroups; the rest unchanged
     q = _C.hopper_plan(M, N, K, 132, one_wg=1)
     assert q["wg_rows"] == 64 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
+    # bit 5 with bit 4 (TK_HOPPER_ONE_WG=49, A/B): one consumer warpgroup at any token-tile count
+    q = _C.hopper_plan(M, N, K, 132, one_wg=49)
+    assert q["wg_rows"] == 128 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
 
 
 @pytest.mark.parametrize("M,N,K,want", [

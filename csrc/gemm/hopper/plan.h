@@ -161,7 +161,7 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // one_wg: a mask, bit 0: 128-wide tiles, bit 1: 64-wide (measured no faster), bit 2: split-K plans
 // too (measured slower: 128x4096x14336, 4 splits of 128x128, 46.8 -> 49.2 us), bit 3: split
 // 128 x 256 plans re-planned as 128 x 128 with fewer splits (below; measured slower)
-// (TK_HOPPER_ONE_WG=0..31). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
+// (TK_HOPPER_ONE_WG=0..63). In 2-CTA clusters multicasting the Y tile (cuBLAS's 128x128 2x1
 // plan, commit 0f02a77) these tiles were slower still (benchmarks/NOTES.md). Bit 4 (default since
 // 2026-12-01): the 72- and 80-wide token-width tiles (kTokenWidths below) too, where two
 // warpgroups issue 4 HGMMA of 144-160 tensor cycles each per k tile behind a full wait and a
@@ -172,7 +172,7 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // 270x4096x4096 28.7 / 25.6 -> 27.2 / 24.1; two token tiles (N = 8192, 129-144 tokens) lose:
 // 129x8192x8192 51.1 / 48.9 -> 63.2 / 56.5, 144x8192x8192 52.1 / 49.5 -> 63.5 / 57.0,
 // 129x8192x4096 30.2 / 29.0 -> 34.0 / 30.9, 136x8192x4096 32.1 / 28.2 -> 35.5 / 30.1
-// (benchmarks/NOTES.md).
+// (benchmarks/NOTES.md). Bit 5 (A/B): bit 4 at any token-tile count (49: the 2026-11-29b opt-in).
 constexpr int kOneWarpgroupWidths = 17;
 constexpr int kTokenWidthOneWgMinTiles = 3;
 // 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
@@ -530,7 +530,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.fused_split = fuse_split && p.splits > 1 && p.cluster == 1 && p.units <= p.grid;
   const int64_t col_tiles = tiles / tiles_m;  // tiles sharing each row tile's X operand
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2)) ||
-                            ((p.bn == 72 || p.bn == 80) && (one_wg & 16) && col_tiles >= kTokenWidthOneWgMinTiles);
+                            ((p.bn == 72 || p.bn == 80) && (one_wg & 16) &&
+                             (col_tiles >= kTokenWidthOneWgMinTiles || (one_wg & 32)));
   if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
