@@ -1062,6 +1062,35 @@ def test_token_widths_two_wg_in_child_process():
     assert re.search(r"\b56 passed", out), out[-4000:]
 
 
+_TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 5000, 520), (140, 8448, 1000)]
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", _TOKEN_ROWS64_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gemm_token_rows64(shape, layout, dtype):
+    """Swapped 64 x 144 tiles, one token tile for 129..144 tokens (plan.h odd_widths bit 4, opt-in:
+    test_token_rows64_in_child_process sets TK_HOPPER_ODD_WIDTHS=31): token tails (129, 136, 140 of
+    144 rows), weight tails (8200, 5000), K tails, a narrow last epilogue round of 16 columns through
+    its own transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
+    if not _odd_width_bits() & 16:
+        pytest.skip("runs in a child process with TK_HOPPER_ODD_WIDTHS=31 (test_token_rows64_in_child_process)")
+    M, N, K = shape
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
+        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, 144, 1, 1), plan
+    _check_gemm_and_addmm(shape, layout, dtype, "64x144")
+
+
+@needs_hopper
+def test_token_rows64_in_child_process():
+    """The 64 x 144 kernels (opt-in, plan.h kTokenRows64Width): test_gemm_token_rows64 under
+    TK_HOPPER_ODD_WIDTHS=31."""
+    out = _pytest_child({"TK_HOPPER_ODD_WIDTHS": "31"}, "test_gemm_token_rows64", timeout=400)
+    assert re.search(r"\b32 passed", out), out[-4000:]
+
+
 @_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])
 def test_gemm_token_width_many_units(shape, layout, dtype):
     """Each token width forced (TK_HOPPER_TILE=1:128:w:1:1, set by

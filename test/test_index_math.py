@@ -1157,6 +1157,7 @@ def test_plan_split_160(M, N, K, want):
     (256, 14336, 4096, (False, 128, 144, 1, 1), (False, 128, 144, 1, 1, 200)),  # odd widths, either orientation
     (272, 8192, 8192, (True, 128, 144, 1, 1), (True, 128, 144, 1, 1, 128)),
     (256, 14336, 4096, (False, 128, 224, 1, 1), (False, 128, 224, 1, 1, 128)),
+    (136, 8192, 8192, (True, 64, 144, 1, 1), (True, 64, 144, 1, 1, 128)),  # 64 x 144 (plan.h kTokenRows64Width)
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
     """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
@@ -1165,7 +1166,8 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
     for bad in [(False, 64, 256, 1, 1), (False, 128, 88, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
-                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (False, 64, 144, 1, 1), (False, 64, 224, 1, 1),
+                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (True, 64, 144, 2, 1), (True, 64, 144, 1, 2),
+                (False, 64, 160, 1, 1), (False, 64, 224, 1, 1),
                 (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
@@ -1284,6 +1286,35 @@ def test_plan_token_widths(M, N, K, want):
     # bit 5 with bit 4 (TK_HOPPER_ONE_WG=49, A/B): one consumer warpgroup at any token-tile count
     q = _C.hopper_plan(M, N, K, 132, one_wg=49)
     assert q["wg_rows"] == 128 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: units of the swapped 64 x 144 plan under odd_widths bit 4 (opt-in); None: the plan without it
+    (129, 8192, 8192, 128),   # cuBLAS's 64 x 136 plan there; default: swapped 128 x 72, two token tiles
+    (144, 8192, 4096, 128),
+    (136, 8200, 4100, 129),   # weight tail: 129 tiles
+    (140, 8448, 1000, 132),   # exactly one wave
+    (144, 5000, 520, 79),     # > half a wave
+    (136, 4096, 4096, None),  # 64 tiles: under half a wave
+    (145, 8192, 8192, None),  # more tokens than one 144-wide tile
+    (128, 8192, 8192, None),  # below kTokenRows64MinM
+    (136, 8456, 1000, None),  # 133 tiles: more than one wave
+    (136, 8192, 14336, None), # split plans: unchanged
+])
+def test_plan_token_rows64(M, N, K, want):
+    """plan.h odd_widths bit 4 (TK_HOPPER_ODD_WIDTHS=31, opt-in): 129..144 tokens with a row-major A,
+    an unsplit plan of at most one wave re-planned as swapped 64 x 144 tiles (one token tile for all
+    tokens) when those fill half a wave to one; 16-bit outputs only; the default leaves it out."""
+    base = _C.hopper_plan(M, N, K, 132)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=31)
+    if want is None:
+        assert p == base
+        return
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 64, 144, 1, 1, want), p
+    assert p["grid"] == want and p["wg_rows"] == 64 and not p["dynamic"] and p["sk_tiles"] == 0
+    assert base["bn"] != 144 and base["units"] <= 132 and base["splits"] == 1
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=31, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_layouts=2)
+    assert _C.hopper_plan(M, N, K, 132, False, odd_widths=31) == _C.hopper_plan(M, N, K, 132, False)
 
 
 @pytest.mark.parametrize("M,N,K,want", [

@@ -17,7 +17,8 @@ using namespace kittens::hopper;
 // Y (B) tile: each loads half of it and multicasts it to both (half the L2->SM traffic for Y).
 // STREAM_K_: the plan's last sk_tiles tiles run by k iteration (kittens/common/stream_k.h: the
 // tail of the last wave, or every tile in fill mode).
-// BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h).
+// BM_ = 64: one consumer warpgroup, smaller stages, so a deeper ring (skinny plans, plan.h; 64,
+// 128 or, swapped for 129..144 tokens, 144 columns: plan.h kTokenRows64Width).
 // WG_ROWS_ = 128 (with BM_ = 128): one consumer warpgroup owns the whole tile as two 64-row strips
 // (8 HGMMA per k tile instead of 4 in each of two warpgroups), so one barrier/issue sequence per
 // k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
@@ -81,8 +82,9 @@ struct gemm_layout {
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
   static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
   static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
-  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && BM_ == 128 && (WG_ROWS_ == 64 || BN_ < 128)),
-                "narrow last rounds: unclustered 128-row tiles with a K-major Y only (one warpgroup: token widths only)");
+  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && (BM_ == 64 || WG_ROWS_ == 64 || BN_ < 128)),
+                "narrow last rounds: unclustered tiles with a K-major Y only (one warpgroup over two strips: token widths "
+                "only)");
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
   // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the

@@ -7,11 +7,11 @@ namespace tk::hopper {
 
 namespace {
 // Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
-// with 256 columns: measured slower), the odd widths 144, 160, 224 (plan.h kOddWidths) and the
-// token widths 72, 80 (plan.h kTokenWidths).
+// with 256 columns: measured slower), the odd widths 160, 224 (plan.h kOddWidths) and the
+// token widths 72, 80 (plan.h kTokenWidths); 144 for both (64 rows: plan.h kTokenRows64Width).
 template <typename T, typename OutT, int BN, int BM>
 const char* rows128_only(const GemmArgs& g, void* s) {
-  if constexpr (BM == 64) return "64-row tiles are built 64 or 128 columns wide";
+  if constexpr (BM == 64) return "64-row tiles are built 64, 128 or 144 columns wide";
   else return launch_family<T, OutT, BN, BM>(g, s);
 }
 
@@ -22,7 +22,7 @@ const char* by_width(const GemmArgs& g, void* s) {
     case 72: return rows128_only<T, OutT, 72, BM>(g, s);
     case 80: return rows128_only<T, OutT, 80, BM>(g, s);
     case 128: return launch_family<T, OutT, 128, BM>(g, s);
-    case 144: return rows128_only<T, OutT, 144, BM>(g, s);
+    case 144: return launch_family<T, OutT, 144, BM>(g, s);
     case 160: return rows128_only<T, OutT, 160, BM>(g, s);
     case 192: return rows128_only<T, OutT, 192, BM>(g, s);
     case 224: return rows128_only<T, OutT, 224, BM>(g, s);

@@ -63,7 +63,9 @@ struct TileChoice {
   int bm, bn, splits, cluster;
 };
 
-// The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row tiles.
+// The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row
+// tiles; 144 also for 64-row ones (kTokenRows64Width below).
+constexpr int kTokenRows64Width = 144;
 inline bool odd_width(int bn) {
   return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 224;
 }
@@ -72,7 +74,7 @@ inline bool odd_width(int bn) {
 // K-major).
 inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
   const bool odd = odd_width(t.bn) && t.cluster == 1 && (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
-  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128)
+  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || (t.bn == kTokenRows64Width && odd && t.splits == 1))
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 || odd);
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
 }
@@ -230,6 +232,14 @@ inline constexpr int kTokenWidths[] = {72, 80};
 // same run: 136x8192x8192 (72) 51.2 / 48.5 against 52.1 / 50.7, 129x8192x8192 51.7 / 48.2 against
 // 52.0 / 50.6, 320x4096x4096 29.0 / 26.5 against 29.8 / 28.3).
 constexpr int kTokenWidth80MinM = 257;
+// Bit 4 of odd_widths (opt-in, TK_HOPPER_ODD_WIDTHS=31; prepared 2026-12-01, not GPU-run yet): for
+// 129..144 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as swapped
+// 64 x 144 tiles -- one token tile holding every token, 64 weight rows per CTA -- where those fill
+// between half a wave and one (N in 4225..8448 on 132 SMs). cuBLAS's plan at 129x8192x8192
+// (H200 2026-12-01, Nsight Compute: nvjet_sm90_tst_64x136_64x8_2x1, 45.4 us against our 128 x 72
+// two-token-tile plan's 60.3 / 50.8 on two / one consumer warpgroups): each CTA reads its own
+// weights once, where two 72-wide token tiles have two CTAs read every weight tile.
+constexpr int kTokenRows64MinM = 129;
 constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
@@ -459,6 +469,15 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     }
     if (best_bn > 0) {
       p.swap_ab = true, p.bm = 128, p.bn = best_bn, pair_rows = false;
+      rows = N, cols = M;
+    }
+  }
+  // odd_widths bit 4 (kTokenRows64 above): one 64 x 144 swapped tile per 64 weight rows.
+  if ((odd_widths & 16) && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM && M <= kTokenRows64Width &&
+      p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
+    const int64_t t = plan_tiles(N, M, 64, kTokenRows64Width);
+    if (t <= num_sms && 2 * t >= num_sms) {
+      p.swap_ab = true, p.bm = 64, p.bn = kTokenRows64Width, pair_rows = false;
       rows = N, cols = M;
     }
   }
