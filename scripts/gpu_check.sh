@@ -89,10 +89,6 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_ONE_WG=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(one_wg=1)=rc$rc"
-  # swapped 64x144 tiles for 129..144 tokens (plan.h odd_widths bit 4, opt-in; 136x8200x136)
-  TK_HOPPER_ODD_WIDTHS=31 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
-  rc=$?; [ $rc = 124 ] && rc="timeout"
-  san="$san memcheck(odd_widths=31)=rc$rc"
   # 2-CTA clusters multicasting B with a 16-row-tile band on every 128x256 plan of a wave or more
   # (by default only long-running plans, too big for memcheck: plan.h kLongRunWork)
   TK_HOPPER_CLUSTER=2 TK_HOPPER_GROUP_M=16 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1

@@ -937,7 +937,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "15"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "31"))
 
 
 @needs_hopper
@@ -1024,7 +1024,7 @@ def test_bn144_forced_in_child_process():
 
 
 _TOKEN_WIDTH_SHAPES = {  # shape -> the token width plan.h kTokenWidths gives it (odd_widths bit 3)
-    (129, 8192, 777): 72, (288, 4096, 1000): 72, (136, 8200, 4100): 72, (270, 4100, 300): 72,
+    (129, 6144, 777): 72, (288, 4096, 1000): 72, (136, 6150, 4100): 72, (270, 4100, 300): 72,
     (320, 4100, 999): 80, (300, 4096, 4100): 80, (290, 4000, 520): 80,
 }
 
@@ -1037,7 +1037,7 @@ def test_gemm_token_widths(shape, layout, dtype):
     """Swapped 128 x w tiles sized to the token count (plan.h kTokenWidths, TK_HOPPER_ODD_WIDTHS bit 3,
     default on): both built widths, 72 and 80 (a last epilogue round of 8 / 16 columns through its
     own transposed TMA box), token tails (129, 136, 270, 290, 300: the last token tile's Y box holds
-    fewer rows), weight tails (4100, 8200), K tails, odd output pitches; other layouts than a
+    fewer rows), weight tails (4100, 6150, 8200), K tails, odd output pitches; other layouts than a
     row-major A get other plans, checked all the same."""
     if not _odd_width_bits() & 8:
         pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the token widths")
@@ -1062,7 +1062,7 @@ def test_token_widths_two_wg_in_child_process():
     assert re.search(r"\b56 passed", out), out[-4000:]
 
 
-_TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 5000, 520), (140, 8448, 1000)]
+_TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (140, 8448, 1000)]
 
 
 @needs_hopper
@@ -1070,25 +1070,17 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 5000, 520), (
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", _TOKEN_ROWS64_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_token_rows64(shape, layout, dtype):
-    """Swapped 64 x 144 tiles, one token tile for 129..144 tokens (plan.h odd_widths bit 4, opt-in:
-    test_token_rows64_in_child_process sets TK_HOPPER_ODD_WIDTHS=31): token tails (129, 136, 140 of
-    144 rows), weight tails (8200, 5000), K tails, a narrow last epilogue round of 16 columns through
-    its own transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
+    """Swapped 64 x 144 tiles, one token tile for 129..144 tokens (plan.h odd_widths bit 4, default
+    where they fill 3/4 of a wave): token tails (129, 136, 140 of 144 rows), weight tails (8200,
+    6400: 100 tiles), K tails, a narrow last epilogue round of 16 columns through its own transposed
+    TMA box; other layouts than a row-major A get other plans, checked all the same."""
     if not _odd_width_bits() & 16:
-        pytest.skip("runs in a child process with TK_HOPPER_ODD_WIDTHS=31 (test_token_rows64_in_child_process)")
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 64 x 144 tiles")
     M, N, K = shape
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
         assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, 144, 1, 1), plan
     _check_gemm_and_addmm(shape, layout, dtype, "64x144")
-
-
-@needs_hopper
-def test_token_rows64_in_child_process():
-    """The 64 x 144 kernels (opt-in, plan.h kTokenRows64Width): test_gemm_token_rows64 under
-    TK_HOPPER_ODD_WIDTHS=31."""
-    out = _pytest_child({"TK_HOPPER_ODD_WIDTHS": "31"}, "test_gemm_token_rows64", timeout=400)
-    assert re.search(r"\b32 passed", out), out[-4000:]
 
 
 @_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])

@@ -127,7 +127,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
   // TK_HOPPER_ODD_WIDTHS=0..31: tiles 144, 160 or 224 wide (plan.h kOddWidths, a mask; bit 0 swapped
   // 160, bit 1 unswapped 144, bit 2 unswapped 224), bit 3 swapped tiles sized to the token count
-  // (plan.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM; opt-in).
+  // (plan.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM).
   TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 31);
   // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).

@@ -211,7 +211,7 @@ constexpr int kWidth192 = 3;
 // 50.0 -> 46.1; 2 waves: 256x28672x4096 104.9 -> 92.4, 200x28672x4096 98.6 -> 91.7,
 // 512x14336x4096 96.5 -> 89.8, 448x14336x4096 97.1 -> 90.1, 512x14336x8192 182.4 -> 172.0;
 // 4 waves: 512x28672x4096 189.3 -> 175.2.
-constexpr int kOddWidths = 15;
+constexpr int kOddWidths = 31;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
@@ -232,14 +232,27 @@ inline constexpr int kTokenWidths[] = {72, 80};
 // same run: 136x8192x8192 (72) 51.2 / 48.5 against 52.1 / 50.7, 129x8192x8192 51.7 / 48.2 against
 // 52.0 / 50.6, 320x4096x4096 29.0 / 26.5 against 29.8 / 28.3).
 constexpr int kTokenWidth80MinM = 257;
-// Bit 4 of odd_widths (opt-in, TK_HOPPER_ODD_WIDTHS=31; prepared 2026-12-01, not GPU-run yet): for
-// 129..144 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as swapped
-// 64 x 144 tiles -- one token tile holding every token, 64 weight rows per CTA -- where those fill
-// between half a wave and one (N in 4225..8448 on 132 SMs). cuBLAS's plan at 129x8192x8192
-// (H200 2026-12-01, Nsight Compute: nvjet_sm90_tst_64x136_64x8_2x1, 45.4 us against our 128 x 72
+// Bit 4 of odd_widths (default since 2026-12-01b): for 129..144 tokens with a row-major A, an
+// unsplit plan of at most one wave is re-planned as swapped 64 x 144 tiles -- one token tile
+// holding every token, 64 weight rows per CTA -- where those fill 3/4 of a wave to one
+// (kTokenRows64MinFill4: N in 6273..8448 on 132 SMs). cuBLAS's plan at 129x8192x8192 (H200
+// 2026-12-01, Nsight Compute: nvjet_sm90_tst_64x136_64x8_2x1, 45.4 us against our 128 x 72
 // two-token-tile plan's 60.3 / 50.8 on two / one consumer warpgroups): each CTA reads its own
-// weights once, where two 72-wide token tiles have two CTAs read every weight tile.
+// weights once, where two 72-wide token tiles have two CTAs read every weight tile. H200 A/B
+// (2026-12-01b, 2 rounds, us, dirty / clean L2, 128 x 72 -> 64 x 144): 129x8192x8192 56.1 / 49.1
+// -> 44.5 / 41.1, 136x8192x8192 62.1 / 48.9 -> 45.4 / 42.3, 144x8192x8192 62.8 / 49.0 -> 45.7 /
+// 42.2, 129x8192x4096 31.1 / 28.3 -> 25.8 / 23.7, 136x8192x4096 30.7 / 28.4 -> 25.8 / 23.5; but at
+// 79 tiles (144x5000x4096) 21.3 / 19.6 -> 22.7 / 21.5, hence the fill bound; at 100 and 112 tiles
+// 136x6400x4096 27.2 / 26.5 -> 23.9 / 22.0, 136x7168x4096 27.9 / 27.1 -> 24.4 / 22.4.
 constexpr int kTokenRows64MinM = 129;
+constexpr int kTokenRows64MinFill4 = 3;  // the 64-row token tiles fill >= kTokenRows64MinFill4 / 4 of a wave
+// The same for 145..256 tokens (swapped 64 x 256 tiles, one token tile, unclustered or in 2-CTA
+// clusters sharing the token tile) was built and measured slower (H200 2026-12-01b, 2 rounds, us,
+// dirty / clean L2, default -> unclustered -> pairs): 256x8192x8192 53.6 / 51.9 -> 56.5 / 55.3 ->
+// 63.2 / 63.0, 200x8192x8192 52.9 / 51.3 -> 55.5 / 52.8 -> 76.7 / 79.1, 160x8192x8192 52.7 / 50.9
+// -> 53.9 / 51.9 -> 88.3 / 93.4, 256x8192x4096 30.7 / 30.0 -> 32.4 / 33.7 -> 35.3 / 35.9: one
+// 256-token tile streams (64 + 256) x 128 B per k tile into each SM against 256 x 128 B for the
+// default's one-warpgroup 128 x 128 tile (benchmarks/NOTES.md).
 constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
@@ -476,7 +489,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   if ((odd_widths & 16) && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM && M <= kTokenRows64Width &&
       p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
     const int64_t t = plan_tiles(N, M, 64, kTokenRows64Width);
-    if (t <= num_sms && 2 * t >= num_sms) {
+    if (t <= num_sms && 4 * t >= kTokenRows64MinFill4 * int64_t(num_sms)) {
       p.swap_ab = true, p.bm = 64, p.bn = kTokenRows64Width, pair_rows = false;
       rows = N, cols = M;
     }
