@@ -1282,10 +1282,10 @@ def test_plan_token_widths(M, N, K, want):
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
     # one_wg bit 4 off (TK_HOPPER_ONE_WG=1): the same tiles on two consumer warpgroups; the rest unchanged
-    q = _C.hopper_plan(M, N, K, 132, one_wg=1)
+    q = _C.hopper_plan(M, N, K, 132, one_wg=1, odd_widths=15)
     assert q["wg_rows"] == 64 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
     # bit 5 with bit 4 (TK_HOPPER_ONE_WG=49, A/B): one consumer warpgroup at any token-tile count
-    q = _C.hopper_plan(M, N, K, 132, one_wg=49)
+    q = _C.hopper_plan(M, N, K, 132, one_wg=49, odd_widths=15)
     assert q["wg_rows"] == 128 and {k: v for k, v in q.items() if k != "wg_rows"} == {k: v for k, v in p.items() if k != "wg_rows"}
 
 
