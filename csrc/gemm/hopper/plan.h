@@ -251,8 +251,9 @@ constexpr int kTokenRows64MinFill4 = 3;  // the 64-row token tiles fill >= kToke
 // dirty / clean L2, default -> unclustered -> pairs): 256x8192x8192 53.6 / 51.9 -> 56.5 / 55.3 ->
 // 63.2 / 63.0, 200x8192x8192 52.9 / 51.3 -> 55.5 / 52.8 -> 76.7 / 79.1, 160x8192x8192 52.7 / 50.9
 // -> 53.9 / 51.9 -> 88.3 / 93.4, 256x8192x4096 30.7 / 30.0 -> 32.4 / 33.7 -> 35.3 / 35.9: one
-// 256-token tile streams (64 + 256) x 128 B per k tile into each SM against 256 x 128 B for the
-// default's one-warpgroup 128 x 128 tile (benchmarks/NOTES.md).
+// 256-token tile streams up to (64 + 256) x 128 B per k tile into each SM against 256 x 128 B for
+// the default's one-warpgroup 128 x 128 tile, yet at 160 tokens (64 + 160 rows through its exact
+// token tail box) it still lost 2% (benchmarks/NOTES.md).
 constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 1: a swapped, unsplit 128 x 128 plan of at most one wave (16-bit output) runs unswapped: the
 // tile count is the same (ceil(M / 128) x ceil(N / 128) either way) and the token tile is then
