@@ -82,7 +82,10 @@ def main():
             out.append("")
     out.append("}  // namespace kittens::hopper")
     path = pathlib.Path(__file__).resolve().parent.parent / "csrc/kittens/hopper/wgmma_ops.cuh"
-    path.write_text("\n".join(out) + "\n")
+    text = "\n".join(out) + "\n"
+    # Rewrite only on a change: a fresh mtime would make scripts/dev.sh rebuild the extension.
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
 
 if __name__ == "__main__":
     main()
