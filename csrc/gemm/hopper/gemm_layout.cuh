@@ -57,10 +57,11 @@ struct gemm_layout {
 #ifndef TK_BM128_KT
 #define TK_BM128_KT 1
 #endif
-  // TK_NARROW_KT (build define, A/B; not GPU-run yet): k tiles per stage of the 72- and 80-wide
-  // token-width kernels (plan.h kTokenWidths), whose k tile is 288-320 tensor cycles: one
-  // full/empty round trip per two k tiles, as the 64 x 64 kernels take (benchmarks/NOTES.md
-  // 2026-11-29b: narrow two-warpgroup tiles stream operands more slowly than their bytes say).
+  // TK_NARROW_KT (build define, A/B): k tiles per stage of the 72- and 80-wide token-width
+  // kernels (plan.h kTokenWidths), whose k tile is 288-320 tensor cycles: 2 makes one full/empty
+  // round trip per two k tiles, as the 64 x 64 kernels take. H200 2026-12-01d (one warpgroup, the
+  // default form there; 2 rounds, dirty L2, us, 1 -> 2): 288x4096x4096 26.9 -> 28.7, 320x4096x4096
+  // 27.0 -> 29.2, 300x4096x8192 44.5 -> 48.8, 288x4096x8192 44.5 -> 47.9: stays 1.
 #ifndef TK_NARROW_KT
 #define TK_NARROW_KT 1
 #endif
@@ -136,7 +137,14 @@ struct gemm_layout {
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + SCHED_SLOTS * (2 * 8 + 4) + 16 + 2 * CONSUMERS * 4 * 4;  // + the unit-grid constants, a unit id and ticket count per consumer warp
   static_assert(BARRIER_BYTES <= 512, "barriers outgrow their reserve in kFit");
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGING_BYTES + BARRIER_BYTES + 1024;  // +1024: alignment
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg budgets
+  // setmaxnreg budgets. The one-warpgroup 128 x 128 pairs (kernel_variants.h TK_WG128_CLUSTER, one
+  // consumer warpgroup: 128 x (40 + 248) registers fit) take TK_WG128_CLUSTER_REGS: at 232 they
+  // spilled 40 B, at 248 nothing (ptxas, 2026-12-01d).
+#ifndef TK_WG128_CLUSTER_REGS
+#define TK_WG128_CLUSTER_REGS 248
+#endif
+  static constexpr int PRODUCER_REGS = 40,
+                       CONSUMER_REGS = CLUSTER_ == 2 && CONSUMERS == 1 && STRIPS == 2 ? TK_WG128_CLUSTER_REGS : 232;
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the
   // tensor arrives far more slowly than a whole one (benchmarks/micro/tma_stream.cu, H200: a
