@@ -33,16 +33,17 @@
 #define TK_UNIFORM_PRODUCER 2
 #endif
 
-// TK_WG128_CLUSTER=1 (build define, A/B): one-warpgroup 128 x 128 kernels in 2-CTA clusters too
-// (the Y tile multicast to both rows of the pair), taken only by a forced
-// TK_HOPPER_TILE=0:128:128:1:2 (plan.h). Why: cuBLAS's kernel for 256x8192x8192 NT, where ours is at
+// TK_WG128_CLUSTER=1 (build define, A/B): 128 x 128 kernels in 2-CTA clusters too (the Y tile
+// multicast to both rows of the pair), taken only by a forced TK_HOPPER_TILE=0:128:128:1:2
+// (plan.h): one consumer warpgroup, or two with TK_HOPPER_ONE_WG=0 (cuBLAS's form). Why: cuBLAS's kernel for 256x8192x8192 NT, where ours is at
 // 0.96, is nvjet 128x128 in 2x1 clusters (ncu, 2026-11-28g); ours is the same tile unclustered.
 // H200 2026-11-28h (benchmarks/NOTES.md): correct on a forced-tile check, but they spill 40 B and
 // 256x8192x8192 took 54.7 -> 55.2 us with the L2 dirty, 52.1 -> 51.1 clean: not adopted. With
 // 248 consumer registers (gemm_layout TK_WG128_CLUSTER_REGS) they spill nothing, and are slower
 // still: H200 2026-12-01d, 3 / 2 rounds, us, dirty / clean L2, unclustered -> pairs: 256x8192x8192
 // 55.8 -> 57.6 / 52.2 -> 54.1, 160x8192x8192 52.5 -> 54.1 / 51.1 -> 52.9, 256x8192x4096 31.3 ->
-// 32.5 / 30.1 -> 31.0.
+// 32.5 / 30.1 -> 31.0. Two consumer warpgroups in pairs (0 spills) are slower again: 256x8192x8192
+// 54.8 (default) -> 64.6 us dirty, 52.4 -> 62.4 clean; two warpgroups unclustered 60.9 dirty.
 #ifndef TK_WG128_CLUSTER
 #define TK_WG128_CLUSTER 0
 #endif

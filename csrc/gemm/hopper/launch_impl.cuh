@@ -349,9 +349,12 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     }
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
 #if TK_WG128_CLUSTER
-    if constexpr (BN == 128)  // kernel_variants.h: one-warpgroup 2-CTA pairs, forced tiles only
+    if constexpr (BN == 128) {  // kernel_variants.h: 128 x 128 2-CTA pairs, forced tiles only
       if (g.plan.cluster == 2 && g.plan.wg_rows == 128)
         return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128>>(g, op, s);
+      if (g.plan.cluster == 2)  // two consumer warpgroups (TK_HOPPER_ONE_WG=0): cuBLAS's 128x128 2x1 form
+        return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
+    }
 #endif
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)

@@ -56,7 +56,7 @@ constexpr int kPlanBK = 64;
 
 // A forced tile choice (A/B only: TK_HOPPER_TILE, dispatch.cpp): replaces the rules' swap, tile
 // and splits; cluster 2 is kept only where a clustered kernel exists (64-row tiles at most 128
-// wide, or 128 x 256, unsplit; one-warpgroup 128 x 128 in a TK_WG128_CLUSTER build). The rest of
+// wide, or 128 x 256, unsplit; 128 x 128 in a TK_WG128_CLUSTER build). The rest of
 // the plan (units, grid, schedule, warpgroup rows) is derived as usual. Invalid choices (see valid_tile) leave the plan to the rules.
 struct TileChoice {
   bool swap_ab;
