@@ -57,6 +57,9 @@ struct Epilogue {
   // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
   // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
   int l2_evict_first = 0;
+  // Operand L2 prefetch ahead of the ring (A/B, TK_HOPPER_L2_PREFETCH): bit 0 X, bit 1 Y; bits 8..:
+  // how many k tiles past the one being loaded (cp.async.bulk.prefetch.tensor); 0: none.
+  int l2_prefetch = 0;
   // Tail boxes (gemm_kernel.cuh): rows of the last row tile of X / column tile of Y inside the
   // tensor, loaded through a map whose box has exactly that many rows; 0: no tail map (the full
   // box, its rows past the tensor zero-filled by TMA).

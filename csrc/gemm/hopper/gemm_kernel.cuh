@@ -231,6 +231,16 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             else
               L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
+          if (ep.l2_prefetch != 0) {  // Epilogue::l2_prefetch (A/B): k tile kt + dist into L2
+            const int kp = kt + (ep.l2_prefetch >> 8);
+            if (kp < kr.end) {
+              if ((ep.l2_prefetch & 1) && !x_none) L::a_tile::prefetch_l2(map_x, m0, kp * L::BK);
+              if (ep.l2_prefetch & 2) {
+                if constexpr (L::CLUSTER > 1) L::b_tile::prefetch_l2(&tm_b, n0, kp * L::BK, rank);
+                else L::b_tile::prefetch_l2(map_y, n0, kp * L::BK);
+              }
+            }
+          }
           if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, m0, n0);
         }
         if (L::kStreamK && in_sk) {

@@ -182,6 +182,15 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
+  // TK_HOPPER_L2_PREFETCH=0..3 (A/B, read once; bit 0 the kernel's X, bit 1 its Y) and
+  // TK_HOPPER_L2_PREFETCH_DIST (k tiles ahead of the load being issued, default 8): Epilogue::l2_prefetch.
+  static const int l2_prefetch = [] {
+    const char* e = std::getenv("TK_HOPPER_L2_PREFETCH");
+    const char* d = std::getenv("TK_HOPPER_L2_PREFETCH_DIST");
+    const int bits = e ? std::atoi(e) & 3 : 0, dist = d ? std::atoi(d) : 8;
+    return bits != 0 && dist > 0 ? bits | (dist << 8) : 0;
+  }();
+  ep.l2_prefetch = l2_prefetch;
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).
