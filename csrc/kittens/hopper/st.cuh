@@ -44,6 +44,13 @@ struct st_operand {
     }
   }
 
+  // MN-major slices: kSliceChunks 64-wide chunks each, from slice_first_chunk(part) (-1: the part
+  // loads none -- tiles of fewer chunks than parts go whole through part 0).
+  static constexpr int kSliceChunks = MN / kBoxInner < Parts ? MN / kBoxInner : MN / kBoxInner / Parts;
+  __device__ static int slice_first_chunk(int part) {
+    return MN / kBoxInner < Parts ? (part == 0 ? 0 : -1) : part * kSliceChunks;
+  }
+
   // Slice `part` of the tile, multicast to the CTAs of `mask` (same smem offsets in each).
   __device__ static void load_slice(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, int part,
                                     uint16_t mask, bool hint = false, uint64_t policy = 0) {
@@ -53,12 +60,10 @@ struct st_operand {
       if (hint) tma_load_2d_multicast_hint(d, map, bar, k0, mn0 + part * rows, mask, policy);
       else tma_load_2d_multicast(d, map, bar, k0, mn0 + part * rows, mask);
     } else {
-      constexpr int total = MN / kBoxInner;
-      constexpr int chunks = total < Parts ? total : total / Parts;
-      if (total < Parts && part != 0) return;
-      const int first = total < Parts ? 0 : part * chunks;
+      const int first = slice_first_chunk(part);
+      if (first < 0) return;
 #pragma unroll
-      for (int c = first; c < first + chunks; ++c) {
+      for (int c = first; c < first + kSliceChunks; ++c) {
         char* d = static_cast<char*>(dst) + c * mnmajor_chunk_bytes();
         if (hint) tma_load_2d_multicast_hint(d, map, bar, mn0 + c * kBoxInner, k0, mask, policy);
         else tma_load_2d_multicast(d, map, bar, mn0 + c * kBoxInner, k0, mask);
@@ -71,12 +76,10 @@ struct st_operand {
     if constexpr (!MnMajor) {
       tma_prefetch_l2_2d(map, k0, mn0 + part * (MN / Parts));
     } else {
-      constexpr int total = MN / kBoxInner;
-      constexpr int chunks = total < Parts ? total : total / Parts;
-      if (total < Parts && part != 0) return;
-      const int first = total < Parts ? 0 : part * chunks;
+      const int first = slice_first_chunk(part);
+      if (first < 0) return;
 #pragma unroll
-      for (int c = first; c < first + chunks; ++c) tma_prefetch_l2_2d(map, mn0 + c * kBoxInner, k0);
+      for (int c = first; c < first + kSliceChunks; ++c) tma_prefetch_l2_2d(map, mn0 + c * kBoxInner, k0);
     }
   }
 
