@@ -872,18 +872,6 @@ def test_l2_evict_first_in_child_process(bits):
 
 
 @needs_hopper
-@pytest.mark.parametrize("dist", ["1", "8"])
-def test_l2_prefetch_in_child_process(dist):
-    """TK_HOPPER_L2_PREFETCH=3 (both operands prefetched into L2 ahead of the ring, opt-in): the
-    prefetches only warm the L2, so the one-warpgroup, 64-row (incl. multicast slices), swap-AB
-    and dynamic-schedule tests pass unchanged, at a short and a long distance."""
-    out = _pytest_child({"TK_HOPPER_L2_PREFETCH": "3", "TK_HOPPER_L2_PREFETCH_DIST": dist},
-                        "test_gemm_bm64 or test_gemm_swap_ab_tma_store or test_gemm_dynamic_schedule or "
-                        "test_gemm_one_warpgroup_128x128")
-    assert re.search(r"\b152 passed", out), out[-4000:]
-
-
-@needs_hopper
 def test_fused_split_k_in_child_process():
     out = _pytest_child({"TK_HOPPER_FUSED_SPLIT": "1"}, "test_gemm_fused_split_k", timeout=300)
     assert re.search(r"\b48 passed", out), out[-4000:]

@@ -57,9 +57,6 @@ struct Epilogue {
   // Operand loads under an L2 evict_first policy: bit 0 the kernel's rows operand (X), bit 1 its
   // columns operand (Y) (GemmArgs::evict_first, mapped through swap-AB).
   int l2_evict_first = 0;
-  // Operand L2 prefetch ahead of the ring (A/B, TK_HOPPER_L2_PREFETCH): bit 0 X, bit 1 Y; bits 8..:
-  // how many k tiles past the one being loaded (cp.async.bulk.prefetch.tensor); 0: none.
-  int l2_prefetch = 0;
   // Tail boxes (gemm_kernel.cuh): rows of the last row tile of X / column tile of Y inside the
   // tensor, loaded through a map whose box has exactly that many rows; 0: no tail map (the full
   // box, its rows past the tensor zero-filled by TMA).
@@ -73,6 +70,10 @@ struct Epilogue {
   // A plain GEMM (no C, alpha 1, deferred rounds, no stmatrix, no fused split): the kernel runs its
   // plain body (plain_body.cuh) where the store mode is a TMA one. Set by the host.
   bool plain_body = false;
+  // Operand L2 prefetch ahead of the ring (A/B, TK_HOPPER_L2_PREFETCH; a TK_L2_PREFETCH build only):
+  // bit 0 X, bit 1 Y; bits 8..: how many k tiles past the one being loaded; 0: none. (Last, so that
+  // the other fields keep their parameter offsets.)
+  int l2_prefetch = 0;
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -231,7 +231,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             else
               L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
-          if (ep.l2_prefetch != 0) {  // Epilogue::l2_prefetch (A/B): k tile kt + dist into L2
+          // Epilogue::l2_prefetch (A/B, compiled only with TK_L2_PREFETCH=1: a branch and a parameter
+          // read per k tile in this loop cost the one-warpgroup kernels up to 15%, NOTES 2026-11-28c):
+          // k tile kt + dist into L2.
+          if (TK_L2_PREFETCH && ep.l2_prefetch != 0) {
             const int kp = kt + (ep.l2_prefetch >> 8);
             if (kp < kr.end) {
               if ((ep.l2_prefetch & 1) && !x_none) L::a_tile::prefetch_l2(map_x, m0, kp * L::BK);

@@ -44,12 +44,11 @@ struct st_operand {
     }
   }
 
-  // MN-major slices: kSliceChunks 64-wide chunks each, from slice_first_chunk(part) (-1: the part
-  // loads none -- tiles of fewer chunks than parts go whole through part 0).
-  static constexpr int kSliceChunks = MN / kBoxInner < Parts ? MN / kBoxInner : MN / kBoxInner / Parts;
-  __device__ static int slice_first_chunk(int part) {
-    return MN / kBoxInner < Parts ? (part == 0 ? 0 : -1) : part * kSliceChunks;
-  }
+  // MN-major slices: kSliceChunks 64-wide chunks each, from slice_first_chunk(part); tiles of fewer
+  // chunks than parts (kSliceWhole) go whole through part 0, the other parts load none.
+  static constexpr bool kSliceWhole = MN / kBoxInner < Parts;
+  static constexpr int kSliceChunks = kSliceWhole ? MN / kBoxInner : MN / kBoxInner / Parts;
+  __device__ static int slice_first_chunk(int part) { return kSliceWhole ? 0 : part * kSliceChunks; }
 
   // Slice `part` of the tile, multicast to the CTAs of `mask` (same smem offsets in each).
   __device__ static void load_slice(void* dst, const CUtensorMap* map, uint64_t* bar, int mn0, int k0, int part,
@@ -60,8 +59,8 @@ struct st_operand {
       if (hint) tma_load_2d_multicast_hint(d, map, bar, k0, mn0 + part * rows, mask, policy);
       else tma_load_2d_multicast(d, map, bar, k0, mn0 + part * rows, mask);
     } else {
+      if (kSliceWhole && part != 0) return;
       const int first = slice_first_chunk(part);
-      if (first < 0) return;
 #pragma unroll
       for (int c = first; c < first + kSliceChunks; ++c) {
         char* d = static_cast<char*>(dst) + c * mnmajor_chunk_bytes();
@@ -76,8 +75,8 @@ struct st_operand {
     if constexpr (!MnMajor) {
       tma_prefetch_l2_2d(map, k0, mn0 + part * (MN / Parts));
     } else {
+      if (kSliceWhole && part != 0) return;
       const int first = slice_first_chunk(part);
-      if (first < 0) return;
 #pragma unroll
       for (int c = first; c < first + kSliceChunks; ++c) tma_prefetch_l2_2d(map, mn0 + c * kBoxInner, k0);
     }
