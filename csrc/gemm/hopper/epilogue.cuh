@@ -70,10 +70,9 @@ struct Epilogue {
   // A plain GEMM (no C, alpha 1, deferred rounds, no stmatrix, no fused split): the kernel runs its
   // plain body (plain_body.cuh) where the store mode is a TMA one. Set by the host.
   bool plain_body = false;
-  // Operand L2 prefetch ahead of the ring (A/B, TK_HOPPER_L2_PREFETCH; a TK_L2_PREFETCH build only):
-  // bit 0 X, bit 1 Y; bits 8..: how many k tiles past the one being loaded; 0: none. (Last, so that
-  // the other fields keep their parameter offsets.)
-  int l2_prefetch = 0;
+  // A plain GEMM with the staged copy-out (kStoreStaged) and granules: the kernel runs its staged
+  // plain body where it has one (plain_body.cuh has_staged_plain_body). Set by the host.
+  bool plain_staged = false;
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -231,19 +231,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             else
               L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
           }
-          // Epilogue::l2_prefetch (A/B, compiled only with TK_L2_PREFETCH=1: a branch and a parameter
-          // read per k tile in this loop cost the one-warpgroup kernels up to 15%, NOTES 2026-11-28c):
-          // k tile kt + dist into L2.
-          if (TK_L2_PREFETCH && ep.l2_prefetch != 0) {
-            const int kp = kt + (ep.l2_prefetch >> 8);
-            if (kp < kr.end) {
-              if ((ep.l2_prefetch & 1) && !x_none) L::a_tile::prefetch_l2(map_x, m0, kp * L::BK);
-              if (ep.l2_prefetch & 2) {
-                if constexpr (L::CLUSTER > 1) L::b_tile::prefetch_l2(&tm_b, n0, kp * L::BK, rank);
-                else L::b_tile::prefetch_l2(map_y, n0, kp * L::BK);
-              }
-            }
-          }
           if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, m0, n0);
         }
         if (L::kStreamK && in_sk) {
@@ -592,6 +579,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     };
     if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
     else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
+    else if (has_staged_plain_body<L>() && ep.plain_staged && store_mode == kStoreStaged)
+      consume(plain_staged_epilogue(ep), kStoreStaged);
     else consume(ep, store_mode);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.

@@ -48,13 +48,6 @@
 #define TK_WG128_CLUSTER 0
 #endif
 
-// TK_L2_PREFETCH=1 (build define, A/B; prepared 2026-12-01d, not GPU-run yet): the producer's
-// operand L2 prefetch ahead of the ring (gemm_kernel.cuh, Epilogue::l2_prefetch, set by the
-// runtime knobs TK_HOPPER_L2_PREFETCH / _DIST, which a default build ignores).
-#ifndef TK_L2_PREFETCH
-#define TK_L2_PREFETCH 0
-#endif
-
 namespace tk::hopper {
 // Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
 constexpr bool warp_producer(int cluster) {

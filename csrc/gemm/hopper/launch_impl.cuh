@@ -179,18 +179,14 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TK_HOPPER_PLAIN_BODY=0 (A/B, read once): plain GEMMs take the general body (plain_body.cuh).
   static const bool plain_body_on = env_flag("TK_HOPPER_PLAIN_BODY", true);
   ep.plain_body = plain_body_on && ep.c == nullptr && ep.alpha == 1.f && !ep.stmatrix && ep.deferred && !ep.fused_split;
+  // TK_HOPPER_PLAIN_STAGED=1 (A/B, read once; not yet the default): plain GEMMs with the staged
+  // copy-out take the staged plain body (plain_body.cuh has_staged_plain_body).
+  static const bool plain_staged_on = env_flag("TK_HOPPER_PLAIN_STAGED", false);
+  ep.plain_staged = plain_staged_on && plain_body_on && ep.c == nullptr && ep.alpha == 1.f && !ep.stmatrix &&
+                    !ep.fused_split && ep.granules;
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
-  // TK_HOPPER_L2_PREFETCH=0..3 (A/B, read once; bit 0 the kernel's X, bit 1 its Y) and
-  // TK_HOPPER_L2_PREFETCH_DIST (k tiles ahead of the load being issued, default 8): Epilogue::l2_prefetch.
-  static const int l2_prefetch = [] {
-    const char* e = std::getenv("TK_HOPPER_L2_PREFETCH");
-    const char* d = std::getenv("TK_HOPPER_L2_PREFETCH_DIST");
-    const int bits = e ? std::atoi(e) & 3 : 0, dist = d ? std::atoi(d) : 8;
-    return bits != 0 && dist > 0 ? bits | (dist << 8) : 0;
-  }();
-  ep.l2_prefetch = l2_prefetch;
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).

@@ -35,6 +35,22 @@ __device__ __forceinline__ bool plain_body(const Epilogue<OutT>& ep, int store_m
   return has_plain_body<L>() && ep.plain_body && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed);
 }
 
+// The staged plain body (Epilogue::plain_staged, TK_HOPPER_PLAIN_STAGED=1): the same for the staged
+// copy-out (kStoreStaged: 16-bit rows a TMA store cannot write, e.g. N = 1001), in the kernels of one
+// 64-row strip per warpgroup up to 128 wide (the granule copy-out's kernels; wider ones have many
+// units per CTA, whose later epilogues find the code fetched).
+// Why: H200 2026-12-02 pipeline_trace.py, L2 dirty: 1000x1001x999 NN (64x128 tiles, one unit per
+// CTA) spent ~12.0k cycles from its last wgmma to its end, 1000x1000x1000 NT (TMA store, plain
+// body) 1.1k -- the general body's staged epilogue, the cold-code signature of 2026-11-28f.
+// TK_STAGED_PLAIN_BODY=0 (build define): not compiled.
+#ifndef TK_STAGED_PLAIN_BODY
+#define TK_STAGED_PLAIN_BODY 1
+#endif
+template <class L>
+constexpr bool has_staged_plain_body() {
+  return L::kTmaStore && L::STRIPS == 1 && L::BN <= 128 && TK_STAGED_PLAIN_BODY;
+}
+
 // The plain body's epilogue: the launch's, with the fields the host checked (launch_impl.cuh) as
 // constants, so that inlining folds their branches away.
 template <typename OutT>
@@ -43,6 +59,13 @@ __device__ __forceinline__ Epilogue<OutT> plain_epilogue(const Epilogue<OutT>& e
   p.c = nullptr;
   p.alpha = 1.f, p.beta = 0.f;
   p.stmatrix = false, p.deferred = true, p.fused_split = false;
+  return p;
+}
+// The staged plain body's: also the granule copy-out (the host checked Epilogue::granules).
+template <typename OutT>
+__device__ __forceinline__ Epilogue<OutT> plain_staged_epilogue(const Epilogue<OutT>& ep) {
+  Epilogue<OutT> p = plain_epilogue(ep);
+  p.granules = true;
   return p;
 }
 }  // namespace tk::hopper

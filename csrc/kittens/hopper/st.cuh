@@ -70,18 +70,6 @@ struct st_operand {
     }
   }
 
-  // An L2 prefetch (no shared memory, no barrier) of what load / load_slice(part) would copy.
-  __device__ static void prefetch_l2(const CUtensorMap* map, int mn0, int k0, int part = 0) {
-    if constexpr (!MnMajor) {
-      tma_prefetch_l2_2d(map, k0, mn0 + part * (MN / Parts));
-    } else {
-      if (kSliceWhole && part != 0) return;
-      const int first = slice_first_chunk(part);
-#pragma unroll
-      for (int c = first; c < first + kSliceChunks; ++c) tma_prefetch_l2_2d(map, mn0 + c * kBoxInner, k0);
-    }
-  }
-
   // wgmma descriptor for rows [mn0, ...) (mn0 a multiple of 64) and the kk-th 16-wide k slice.
   // The start address is the byte offset of element (mn0, 16*kk): with mn0 % 8 == 0 it is an
   // unswizzled position, and the hardware applies the swizzle to every address it derives.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the extension on this (GPU-less) machine for the device machine's Python and torch, so that a
+# device call can skip its own build (~220 s of a 30-min device budget per call).
+# Usage: [TK_BUILD_DEFINES=NAME=VALUE,...] [TK_EXPERIMENTS=1] bash scripts/build_device_so.sh NAME
+#   -> .devso/NAME.so (ignored; pass ".devso" in the device tool's carry, then on the device:
+#      bash scripts/use_device_so.sh NAME   -- checks torch, installs the library in torch_tk/).
+# The device image's torch is PyPI's 2.11.0+cu130 wheel for CPython 3.12 (checked by use_device_so.sh
+# against TORCH_GIT below); the wheel is downloaded once into a venv under ~/.cache/tk_devso.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NAME=${1:?NAME: the name of the library under .devso/}
+TORCH_VERSION=2.11.0
+PYVER=3.12
+VENV=${TK_DEVSO_VENV:-$HOME/.cache/tk_devso/venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  PY=$(command -v "python$PYVER" || ls -d "$HOME"/.pyenv/versions/$PYVER*/bin/python$PYVER 2>/dev/null | head -n 1)
+  [ -n "$PY" ] || { echo "no python$PYVER here"; exit 1; }
+  "$PY" -m venv "$VENV"
+  # torch with its dependencies: `import torch` (setup.py) loads the CUDA runtime libraries (~3 GB)
+  "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" "setuptools<82" ninja numpy
+fi
+tmp=$(mktemp -d /tmp/tk_devso.XXXXXX)
+MAX_JOBS=${MAX_JOBS:-$(nproc)} "$VENV/bin/python" setup.py -q build_ext --build-lib "$tmp/lib" --build-temp "$tmp/tmp" \
+  > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "BUILD FAILED ($tmp/build.log)"; exit 1; }
+mkdir -p .devso
+so=$(ls "$tmp"/lib/torch_tk/_C*.so)
+cp "$so" ".devso/$NAME.so"
+"$VENV/bin/python" -c 'import torch; print(torch.version.git_version)' > ".devso/$NAME.torch"
+grep -E "spill" "$tmp/build.log" | sort | uniq -c | sed 's/^/  ptxas: /'
+echo ".devso/$NAME.so ($(du -h ".devso/$NAME.so" | cut -f1)) built with TK_BUILD_DEFINES='${TK_BUILD_DEFINES:-}' TK_EXPERIMENTS='${TK_EXPERIMENTS:-}'"
+rm -rf "$tmp"
