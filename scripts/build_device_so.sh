@@ -13,7 +13,10 @@ TORCH_VERSION=2.11.0
 PYVER=3.12
 VENV=${TK_DEVSO_VENV:-$HOME/.cache/tk_devso/venv}
 if [ ! -x "$VENV/bin/python" ]; then
-  PY=$(command -v "python$PYVER" || ls -d "$HOME"/.pyenv/versions/$PYVER*/bin/python$PYVER 2>/dev/null | head -n 1)
+  PY=""  # the first python$PYVER that runs (a pyenv shim may exist without that version selected)
+  for c in $(command -v "python$PYVER") "$HOME"/.pyenv/versions/$PYVER*/bin/python$PYVER; do
+    if [ -x "$c" ] && "$c" -c "import sys" 2>/dev/null; then PY=$c; break; fi
+  done
   [ -n "$PY" ] || { echo "no python$PYVER here"; exit 1; }
   "$PY" -m venv "$VENV"
   # torch with its dependencies: `import torch` (setup.py) loads the CUDA runtime libraries (~3 GB)
