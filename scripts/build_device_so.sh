@@ -2,7 +2,7 @@
 # Builds the extension on this (GPU-less) machine for the device machine's Python and torch, so that a
 # device call can skip its own build (~220 s of a 30-min device budget per call).
 # Usage: [TK_BUILD_DEFINES=NAME=VALUE,...] [TK_EXPERIMENTS=1] bash scripts/build_device_so.sh NAME
-#   -> .devso/NAME.so (ignored; pass ".devso" in the device tool's carry, then on the device:
+#   -> .devso/NAME.so.gz (ignored; pass ".devso" in the device tool's carry, then on the device:
 #      bash scripts/use_device_so.sh NAME   -- checks torch, installs the library in torch_tk/).
 # The device image's torch is PyPI's 2.11.0+cu130 wheel for CPython 3.12 (checked by use_device_so.sh
 # against TORCH_GIT below); the wheel is downloaded once into a venv under ~/.cache/tk_devso.
@@ -27,8 +27,20 @@ MAX_JOBS=${MAX_JOBS:-$(nproc)} "$VENV/bin/python" setup.py -q build_ext --build-
   > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "BUILD FAILED ($tmp/build.log)"; exit 1; }
 mkdir -p .devso
 so=$(ls "$tmp"/lib/torch_tk/_C*.so)
-cp "$so" ".devso/$NAME.so"
+# Debug sections stripped and gzipped: ~15 MB instead of ~73 (the device tool carries 64 MiB in all).
+strip --strip-debug "$so"
+gzip -1 -c "$so" > ".devso/$NAME.so.gz"
+grep -E "Compiling entry|registers|spill" "$tmp/build.log" > ".devso/$NAME.build.log" || true  # ptxas facts (gpu_check.sh)
 "$VENV/bin/python" -c 'import torch; print(torch.version.git_version)' > ".devso/$NAME.torch"
 grep -E "spill" "$tmp/build.log" | sort | uniq -c | sed 's/^/  ptxas: /'
-echo ".devso/$NAME.so ($(du -h ".devso/$NAME.so" | cut -f1)) built with TK_BUILD_DEFINES='${TK_BUILD_DEFINES:-}' TK_EXPERIMENTS='${TK_EXPERIMENTS:-}'"
+echo ".devso/$NAME.so.gz ($(du -h ".devso/$NAME.so.gz" | cut -f1)) built with TK_BUILD_DEFINES='${TK_BUILD_DEFINES:-}' TK_EXPERIMENTS='${TK_EXPERIMENTS:-}'"
+# Smoke test: torch_tk with this library imports into the same torch (op registration) and runs.
+mkdir -p "$tmp/pkg" && cp -r torch_tk "$tmp/pkg/" && rm -f "$tmp"/pkg/torch_tk/_C*.so
+cp "$so" "$tmp/pkg/torch_tk/_C$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+(cd "$tmp/pkg" && "$VENV/bin/python" -c "
+import torch, torch_tk
+a, b = torch.randn(33, 65, dtype=torch.float64), torch.randn(65, 17, dtype=torch.float64)
+err = (torch_tk.gemm(a, b) - a @ b).abs().max().item()
+assert err < 1e-9, err
+print('  smoke: torch', torch.__version__, 'imports torch_tk; CPU gemm max error', err)")
 rm -rf "$tmp"

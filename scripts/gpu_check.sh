@@ -7,7 +7,8 @@
 #   sanitize: build + compute-sanitizer only, with racecheck over every kernel config (slow: it
 #   needs most of a 10-minute device call on its own).
 # Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 9 files.
-# TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny).
+# TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny); TK_PREBUILT=NAME
+# takes .devso/NAME.so (scripts/build_device_so.sh, built off the device) instead of building.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -20,10 +21,17 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 
 t0=$(date +%s)
-if ! MAX_JOBS=16 python3 -m pip install -v --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+if [ -n "${TK_PREBUILT:-}" ]; then
+  # TK_PREBUILT=NAME: the library scripts/build_device_so.sh made off the device (.devso carried), no build here
+  bash scripts/use_device_so.sh "$TK_PREBUILT" || exit 1
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+  cp ".devso/$TK_PREBUILT.build.log" "$OUT/build.log"
+  echo "build: prebuilt .devso/$TK_PREBUILT.so"
+elif ! MAX_JOBS=16 python3 -m pip install -v --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
   tail -n 60 "$OUT/build.log"; echo "BUILD FAILED"; exit 1
+else
+  echo "build: $(( $(date +%s) - t0 )) s"
 fi
-echo "build: $(( $(date +%s) - t0 )) s"
 
 so=$(ls torch_tk/_C*.so | head -n 1)
 CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/cuobjdump")
