@@ -23,8 +23,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" "setuptools<82" ninja numpy
 fi
 tmp=$(mktemp -d /tmp/tk_devso.XXXXXX)
-MAX_JOBS=${MAX_JOBS:-$(nproc)} "$VENV/bin/python" setup.py -q build_ext --build-lib "$tmp/lib" --build-temp "$tmp/tmp" \
-  > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "BUILD FAILED ($tmp/build.log)"; exit 1; }
+# Built from a snapshot of the sources, so that editing the tree during the (~14-min) build is safe.
+mkdir -p "$tmp/src" && cp -r csrc tools torch_tk setup.py pyproject.toml README.md scripts "$tmp/src/"
+hash=$(cd "$tmp/src" && bash scripts/use_device_so.sh --source-hash)
+(cd "$tmp/src" && MAX_JOBS=${MAX_JOBS:-$(nproc)} "$VENV/bin/python" setup.py -q build_ext --build-lib "$tmp/lib" \
+  --build-temp "$tmp/tmp") > "$tmp/build.log" 2>&1 || { tail -n 40 "$tmp/build.log"; echo "BUILD FAILED ($tmp/build.log)"; exit 1; }
 mkdir -p .devso
 so=$(ls "$tmp"/lib/torch_tk/_C*.so)
 # Debug sections stripped and gzipped: ~15 MB instead of ~73 (the device tool carries 64 MiB in all).
@@ -32,6 +35,7 @@ strip --strip-debug "$so"
 gzip -1 -c "$so" > ".devso/$NAME.so.gz"
 grep -E "Compiling entry|registers|spill" "$tmp/build.log" > ".devso/$NAME.build.log" || true  # ptxas facts (gpu_check.sh)
 "$VENV/bin/python" -c 'import torch; print(torch.version.git_version)' > ".devso/$NAME.torch"
+echo "$hash" > ".devso/$NAME.source"  # what it was built from (use_device_so.sh checks it)
 grep -E "spill" "$tmp/build.log" | sort | uniq -c | sed 's/^/  ptxas: /'
 echo ".devso/$NAME.so.gz ($(du -h ".devso/$NAME.so.gz" | cut -f1)) built with TK_BUILD_DEFINES='${TK_BUILD_DEFINES:-}' TK_EXPERIMENTS='${TK_EXPERIMENTS:-}'"
 # Smoke test: torch_tk with this library imports into the same torch (op registration) and runs.
