@@ -19,6 +19,7 @@
 #include "../../ops.h"
 #include "../backend_ops.h"
 #include "../operand.h"
+#include "kernel_variants.h"
 #include "launch.h"
 #include "ticket_counter.h"
 
@@ -176,21 +177,17 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     context_ready_for = a.get_device();
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  RepitchJobs copies;  // unaligned pitches: both operands' copies in one pad_lines launch
+  RepitchJobs copies;  // unaligned pitches: both operands' copies in one pad_lines launch (below)
   const Operand A = describe_operand(a, &copies);
+  [[maybe_unused]] const int a_job = copies.n > 0 ? 0 : -1;
   const Operand B = describe_operand(b, &copies);
-  if (copies.n > 0) {
-    TK_KNOB int copy_chunks = env_int("TK_HOPPER_COPY_CHUNKS", hopper::kCopyChunksPerThread, 1, 4);
-    const char* err = hopper::pad_lines_launch(copies, stream, copy_chunks);
-    TORCH_CHECK(err == nullptr, "tk: ", err);
-  }
+  [[maybe_unused]] const int b_job = copies.n > a_job + 1 ? copies.n - 1 : -1;
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   // TK_HOPPER_REPITCH_PDL=0: the GEMM launched normally after the copy (A/B of the dependent launch).
   TK_KNOB int repitch_pdl = env_int("TK_HOPPER_REPITCH_PDL", 1, 0, 0);
   // TK_HOPPER_PDL=1: every GEMM and skinny launch is a programmatic dependent of the kernel before
   // it (GemmArgs::dependent), so its launch and prologue overlap that kernel's tail.
   TK_KNOB int pdl_all = env_int("TK_HOPPER_PDL", hopper::kDependentLaunch, 0, 1);
-  g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   const bool out_fp32 = g.out_dtype == hopper::DType::fp32;
   g.plan = knob_plan(g.M, g.N, g.K, a.get_device(), out_fp32, g.a_mn, g.b_mn,
                      hopper::output_tma_storable(g.N, !out_fp32, reinterpret_cast<uintptr_t>(g.out)),
@@ -207,6 +204,40 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   hopper::SkinnyPlan sp = hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()),
                                               skinny_max_m, skinny_rows, skinny_yield ? &g.plan : nullptr);
   sp.load = skinny_load;
+  // The copies inside the GEMM kernel instead (kernel_variants.h TK_FUSED_REPITCH; opt-in
+  // TK_HOPPER_FUSED_REPITCH=1): one-wave plans of the unclustered, unsplit 64-row kernels, one unit
+  // per CTA, not under graph capture (the flags are a fresh zeroed buffer per call).
+  at::Tensor repitch_flags;
+#if TK_FUSED_REPITCH
+  TK_KNOB int fused_repitch = env_int("TK_HOPPER_FUSED_REPITCH", 0, 0, 1);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (fused_repitch != 0 && copies.n > 0 && !sp.use && g.plan.bm == 64 && g.plan.cluster == 1 && g.plan.splits == 1 &&
+      !g.plan.dynamic && g.plan.sk_tiles == 0 && !g.plan.fused_split && g.plan.units <= g.plan.grid &&
+      capture == cudaStreamCaptureStatusNone) {
+    FusedRepitch& r = g.repitch;
+    r.n = copies.n;
+    r.k_tiles = (g.K + 63) / 64;
+    const bool k_lines[2] = {!A.row_major, B.row_major};  // A: M x K, B: K x N
+    for (int j = 0; j < copies.n; ++j) {
+      r.job[j] = copies.job[j];
+      r.k_lines[j] = k_lines[j == a_job ? 0 : 1];
+      r.blocks[j] = int(((r.k_lines[j] ? r.job[j].inner : r.job[j].lines) + 63) / 64);
+    }
+    r.x_job = g.plan.swap_ab ? b_job : a_job;
+    r.y_job = g.plan.swap_ab ? a_job : b_job;
+    repitch_flags = at::zeros({int64_t(copies.n) * r.k_tiles}, a.options().dtype(at::kInt));
+    r.flags = reinterpret_cast<unsigned*>(repitch_flags.data_ptr<int>());
+    copies.n = 0;  // no copy kernel
+    count_call(Path::hopper_fused_repitch);
+  }
+#endif
+  if (copies.n > 0) {
+    TK_KNOB int copy_chunks = env_int("TK_HOPPER_COPY_CHUNKS", hopper::kCopyChunksPerThread, 1, 4);
+    const char* err = hopper::pad_lines_launch(copies, stream, copy_chunks);
+    TORCH_CHECK(err == nullptr, "tk: ", err);
+  }
+  g.dependent = (copies.n > 0 && repitch_pdl != 0) || pdl_all != 0;
   if (sp.use) {
     const char* err = hopper::skinny_launch(g, sp, stream);
     TORCH_CHECK(err == nullptr, "tk: Hopper skinny GEMM launch failed: ", err);

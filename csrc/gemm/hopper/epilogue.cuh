@@ -9,9 +9,11 @@
 #include "../../kittens/hopper/st.cuh"
 #include "../../kittens/hopper/tma.cuh"
 #include "../../kittens/hopper/warpgroup.cuh"
+#include "../repitch.h"
 #include "convert.cuh"
 #include "gemm_experiments.cuh"
 #include "copy_out_rows.cuh"
+#include "kernel_variants.h"
 
 #ifndef TK_STORE_EVICT_FIRST
 #define TK_STORE_EVICT_FIRST 0
@@ -73,6 +75,10 @@ struct Epilogue {
   // A plain GEMM with the staged copy-out (kStoreStaged) and granules: the kernel runs its staged
   // plain body where it has one (plain_body.cuh has_staged_plain_body). Set by the host.
   bool plain_staged = false;
+#if TK_FUSED_REPITCH
+  // The overlapped re-pitch copies (repitch.h; n == 0: none): gemm_kernel.cuh's copier warps and waits.
+  FusedRepitch repitch;
+#endif
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -18,6 +18,9 @@
 #include "convert.cuh"
 #include "epilogue.cuh"
 #include "epilogue_split_k.cuh"
+#if TK_FUSED_REPITCH
+#include "fused_repitch.cuh"
+#endif
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
@@ -219,6 +222,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
           if (!lead) continue;
+#if TK_FUSED_REPITCH
+          if (ep.repitch.n > 0) fused_repitch_wait(ep.repitch, kt, L::KT);  // this stage's copies done
+#endif
           mbar_arrive_expect_tx(&full[s], stage_tx);  // boxes' bytes, zero-filled ones past K included
 #pragma unroll
           for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
@@ -248,6 +254,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
       if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
     }
+#if TK_FUSED_REPITCH
+    else if (ep.repitch.n > 0 && threadIdx.x >= 32 && threadIdx.x < 32 + kRepitchCopierThreads) {
+      fused_repitch_copy(ep.repitch, int(threadIdx.x) - 32);  // the idle producer warps (unclustered kernels)
+    }
+#endif
   } else {
     // ---- consumers ----
     if (early_start) named_barrier(kStartBarrier, L::THREADS);  // the barriers are initialised

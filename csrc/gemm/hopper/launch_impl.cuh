@@ -187,6 +187,13 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
+#if TK_FUSED_REPITCH
+  ep.repitch = g.repitch;
+  if (ep.repitch.n > 0 && (L::CLUSTER != 1 || p.units > p.grid || p.splits != 1 || p.dynamic))
+    return "fused re-pitch: unclustered plans of one unit per CTA only";
+#else
+  if (g.repitch.n > 0) return "fused re-pitch: not compiled (TK_FUSED_REPITCH=0)";
+#endif
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).
@@ -236,6 +243,24 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
+#if TK_FUSED_REPITCH
+  if (L::CLUSTER == 1 && ep.repitch.n > 0) {
+    // The copier warps of every CTA feed every CTA's loads: all must be resident (else the launch fails).
+    cudaLaunchAttribute coop{};
+    coop.id = cudaLaunchAttributeCooperative;
+    coop.val.cooperative = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(p.grid));
+    cfg.blockDim = dim3(L::THREADS);
+    cfg.dynamicSmemBytes = L::SMEM_BYTES;
+    cfg.stream = stream;
+    cfg.attrs = &coop;
+    cfg.numAttrs = 1;
+    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
+                             store_mode, p.group_m, unit_counter);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+  } else
+#endif
   if (L::CLUSTER == 1 && g.dependent) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(p.grid));

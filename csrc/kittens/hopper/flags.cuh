@@ -19,4 +19,19 @@ __device__ __forceinline__ void flag_acquire_wait(const int* flag) {
   } while (v == 0);
 }
 
+// Counters of finished work between CTAs (the same release / acquire pattern, counting): a
+// writer adds 1 after its stores; a reader waits until the count reaches `need`.
+__device__ __forceinline__ void counter_release_add(unsigned* counter) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
+}
+__device__ __forceinline__ void counter_acquire_wait(const unsigned* counter, unsigned need) {
+  unsigned v = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+  } while (v < need);
+}
+// Orders this thread's global accesses through the generic proxy (ld / st) with those of the
+// async proxy (TMA), both ways: global data written by ordinary stores and read by TMA needs it.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
 }  // namespace kittens::hopper
