@@ -74,4 +74,23 @@ __device__ __forceinline__ void fused_repitch_wait(const FusedRepitch& r, int kt
   kittens::hopper::fence_proxy_async_global();
 }
 
+// The kernel's hooks (gemm_kernel.cuh; nothing in builds without TK_FUSED_REPITCH, and only in the
+// one-consumer kernels, the only ones dispatch.cpp hands copies: elsewhere the copier code at the
+// TMA loop's 40-register budget spilled 772-1076 B).
+template <class L, class Ep>
+__device__ __forceinline__ void fused_repitch_before_loads(const Ep& ep, int kt) {
+#if TK_FUSED_REPITCH
+  if constexpr (L::CONSUMERS == 1)
+    if (ep.repitch.n > 0) fused_repitch_wait(ep.repitch, kt, L::KT);  // this stage's copies done
+#endif
+}
+template <class L, class Ep>
+__device__ __forceinline__ void fused_repitch_copier(const Ep& ep) {  // the producer warpgroup's other threads
+#if TK_FUSED_REPITCH
+  if constexpr (L::CONSUMERS == 1)
+    if (ep.repitch.n > 0 && threadIdx.x >= 32 && threadIdx.x < 32 + kRepitchCopierThreads)
+      fused_repitch_copy(ep.repitch, int(threadIdx.x) - 32);
+#endif
+}
+
 }  // namespace tk::hopper

@@ -18,9 +18,7 @@
 #include "convert.cuh"
 #include "epilogue.cuh"
 #include "epilogue_split_k.cuh"
-#if TK_FUSED_REPITCH
 #include "fused_repitch.cuh"
-#endif
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
@@ -222,9 +220,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
           if (!lead) continue;
-#if TK_FUSED_REPITCH
-          if (ep.repitch.n > 0) fused_repitch_wait(ep.repitch, kt, L::KT);  // this stage's copies done
-#endif
+          fused_repitch_before_loads<L>(ep, kt);  // (TK_FUSED_REPITCH builds)
           mbar_arrive_expect_tx(&full[s], stage_tx);  // boxes' bytes, zero-filled ones past K included
 #pragma unroll
           for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
@@ -253,12 +249,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         enter_tail(u, in_sk);
       }
       if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
+    } else {
+      fused_repitch_copier<L>(ep);  // the idle producer warps copy (TK_FUSED_REPITCH builds)
     }
-#if TK_FUSED_REPITCH
-    else if (ep.repitch.n > 0 && threadIdx.x >= 32 && threadIdx.x < 32 + kRepitchCopierThreads) {
-      fused_repitch_copy(ep.repitch, int(threadIdx.x) - 32);  // the idle producer warps (unclustered kernels)
-    }
-#endif
   } else {
     // ---- consumers ----
     if (early_start) named_barrier(kStartBarrier, L::THREADS);  // the barriers are initialised

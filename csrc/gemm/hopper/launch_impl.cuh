@@ -189,8 +189,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
 #if TK_FUSED_REPITCH
   ep.repitch = g.repitch;
-  if (ep.repitch.n > 0 && (L::CLUSTER != 1 || p.units > p.grid || p.splits != 1 || p.dynamic))
-    return "fused re-pitch: unclustered plans of one unit per CTA only";
+  if (ep.repitch.n > 0 && (L::CLUSTER != 1 || L::CONSUMERS != 1 || p.units > p.grid || p.splits != 1 || p.dynamic))
+    return "fused re-pitch: unclustered one-consumer plans of one unit per CTA only";
 #else
   if (g.repitch.n > 0) return "fused re-pitch: not compiled (TK_FUSED_REPITCH=0)";
 #endif
@@ -243,31 +243,22 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
+  // Unclustered launches with an attribute: a programmatic dependent, or (TK_FUSED_REPITCH) a
+  // cooperative launch -- the copier warps of every CTA feed every CTA's loads, so all must be resident.
+  cudaLaunchAttribute one = pdl;
 #if TK_FUSED_REPITCH
-  if (L::CLUSTER == 1 && ep.repitch.n > 0) {
-    // The copier warps of every CTA feed every CTA's loads: all must be resident (else the launch fails).
-    cudaLaunchAttribute coop{};
-    coop.id = cudaLaunchAttributeCooperative;
-    coop.val.cooperative = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(p.grid));
-    cfg.blockDim = dim3(L::THREADS);
-    cfg.dynamicSmemBytes = L::SMEM_BYTES;
-    cfg.stream = stream;
-    cfg.attrs = &coop;
-    cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
-                             store_mode, p.group_m, unit_counter);
-    if (err != cudaSuccess) return cudaGetErrorString(err);
-  } else
+  if (ep.repitch.n > 0) one.id = cudaLaunchAttributeCooperative, one.val.cooperative = 1;
+  const bool with_attr = g.dependent || ep.repitch.n > 0;
+#else
+  const bool with_attr = g.dependent;
 #endif
-  if (L::CLUSTER == 1 && g.dependent) {
+  if (L::CLUSTER == 1 && with_attr) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(p.grid));
     cfg.blockDim = dim3(L::THREADS);
     cfg.dynamicSmemBytes = L::SMEM_BYTES;
     cfg.stream = stream;
-    cfg.attrs = &pdl;
+    cfg.attrs = &one;
     cfg.numAttrs = 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
                              store_mode, p.group_m, unit_counter);
