@@ -1,7 +1,8 @@
 """Build facts CI asserts without a GPU: when the toolkit was present, the extension holds sm_90a
 gemm kernels whose SASS has HGMMA (wgmma) instructions, skinny kernels with HMMA (mma.sync), and
 whose ptxas report shows no spills and no serialized wgmma (C7510: any call in a kernel, a
-printf say, makes ptxas wait for every wgmma before issuing the next, ~4x slower at 64x64)."""
+printf say, makes ptxas wait for every wgmma before issuing the next, ~4x slower at 64x64), and
+whose SASS reads or writes no wgmma accumulator before the wait that retires it (sass_hazards.py)."""
 import glob
 import os
 import re
@@ -10,6 +11,9 @@ import subprocess
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_hazards  # noqa: E402
 
 
 def cuobjdump():
@@ -42,6 +46,10 @@ def main():
         kernels = len(re.findall(r"Function : \S*gemm_kernel", sass))
         assert kernels >= 32 and n >= 4 * kernels, f"expected HGMMA in every gemm kernel: {kernels} kernels, {n} HGMMA"
         print(f"check_build: {kernels} sm_90a gemm kernels, {n} HGMMA instructions")
+        # No accumulator read or write while its wgmma may run (ptxas 13.0 scheduled some: sass_hazards.py).
+        hits = sass_hazards.scan(sass)
+        assert not hits, "SASS touches wgmma accumulators before the wait:\n" + sass_hazards.report(hits)
+        print("check_build: no accumulator access before a wgmma wait (sass_hazards.py)")
         # The skinny (decode-shape) kernels run on mma.sync: HMMA.16816.F32 in every one.
         bodies = re.split(r"\n\s*Function : ", sass)
         skinny = [b for b in bodies if re.match(r"\S*skinny_kernel", b)]

@@ -38,6 +38,7 @@ CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.pa
 "$CUOBJ" --dump-sass "$so" > /tmp/tk_sass.txt 2>&1
 hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
 kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
+hazards=$(python3 scripts/sass_hazards.py /tmp/tk_sass.txt | tail -n 1)  # accumulators before the wgmma wait
 ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
 xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
@@ -122,7 +123,7 @@ demo_rc=0
 [ "$MODE" != sanitize ] && [ "$MODE" != perf ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
 echo "================ torch_tk GPU check ================"
-echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions"
+echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions; $hazards"
 echo "ptxas (bf16 NN kernel): $ptxas"
 echo "tests (rc=$tests_rc): $tests"
 grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20

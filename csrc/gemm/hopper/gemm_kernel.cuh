@@ -354,6 +354,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         }
       }
     };
+    auto drain = [&]() {  // every wgmma group of this warpgroup done, its accumulators readable
+      wgmma_wait<0>();
+#pragma unroll
+      for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+    };
     uint32_t partial_round = 0;  // split-K partial rounds stored so far (store_unit_partial_tma)
     // Early k tiles (gemm_layout::EARLY_KTILES): the next unit's first k tiles, issued by the
     // previous unit's epilogue (its accumulators then hold them: no zeroing, the loop starts later).
@@ -428,6 +433,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #endif
         }
         primed = 0;
+        if constexpr (TK_WAIT_FIRST) drain();  // (kernel_variants.h: not after the decode)
         u = unit_slot.load(u);
         const int unit_u = u;
         if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
@@ -438,9 +444,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (more) decode(u, in_sk, w_next, kr_next, seg);
         unit_slot.store(u);
         if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-        wgmma_wait<0>();
-#pragma unroll
-        for (int st = 0; st < L::STRIPS; ++st) fence_regs(accs[st]);
+        if constexpr (!TK_WAIT_FIRST) drain();
         if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
         // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named

@@ -65,3 +65,16 @@ constexpr bool warp_producer(int cluster) {
   return TK_UNIFORM_PRODUCER == 1 || (TK_UNIFORM_PRODUCER == 2 && cluster == 1);
 }
 }  // namespace tk::hopper
+
+// Drain first (default, TK_WAIT_FIRST=1; =0 for an A/B): after a unit's last k tile the consumers
+// wait for all their wgmma groups (wgmma.wait_group 0) before they fetch and decode the next unit,
+// not after. Why: with the decode between the loop and the wait, ptxas 13.0 scheduled accumulator
+// reads and scratch writes (F2FP packs, the decode's integer temporaries in accumulator registers)
+// above the WARPGROUP.DEPBAR of the wait -- 44 of the 152 sm_90a kernels (the 64-row 64/128/144
+// families, the two-warpgroup 72/80/128-wide ones) -- and in the staged plain body (plain_body.cuh)
+// the result was wrong: 1000x1001x999 NN, ~25k of 1M elements per call, some calls ending in
+// "illegal instruction" (H200 2026-12-02b; correct under compute-sanitizer, whose slower issue
+// let the wgmmas finish first). scripts/sass_hazards.py checks every kernel's SASS for it.
+#ifndef TK_WAIT_FIRST
+#define TK_WAIT_FIRST 1
+#endif
