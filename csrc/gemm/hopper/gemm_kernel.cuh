@@ -433,7 +433,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #endif
         }
         primed = 0;
-        if constexpr (TK_WAIT_FIRST) drain();  // (kernel_variants.h: not after the decode)
+        if constexpr (L::WAIT_FIRST) drain();  // (kernel_variants.h TK_WAIT_FIRST: not after the decode)
         u = unit_slot.load(u);
         const int unit_u = u;
         if constexpr (TK_PLAIN_BODY_256 && L::EARLY_KTILES > 0 && !L::kStreamK) {  // w decoded again (plain_body.cuh)
@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         if (more) decode(u, in_sk, w_next, kr_next, seg);
         unit_slot.store(u);
         if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
-        if constexpr (!TK_WAIT_FIRST) drain();
+        if constexpr (!L::WAIT_FIRST) drain();
         if (tc_units && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
         if (kr.end > kr.begin) release((it - 1) % L::STAGES);  // an empty split range used no stage
         // One epilogue per 64-row strip (cs: its index in the tile; staging buffers and named

@@ -127,6 +127,8 @@ struct gemm_layout {
 #endif
   static constexpr int IMMEDIATE_WORDS = FIRST_HELD_ROUND * STORE_COLS / 4;  // packed pairs of the immediate rounds
   static constexpr int EARLY_KTILES = kDeferred && KT == 1 && STRIPS == 1 && FIRST_HELD_ROUND > 0 ? TK_EARLY_KTILES : 0;
+  // The last wgmma group drained before the next unit's decode (kernel_variants.h TK_WAIT_FIRST).
+  static constexpr bool WAIT_FIRST = TK_WAIT_FIRST == 1 || (TK_WAIT_FIRST == 2 && EARLY_KTILES == 0);
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at
   // most 16: BM 128: BN 256 -> 4 (48 KB each), BN 192 -> 4 (40 KB), BN 160 -> 4 (36 KB), BN 128 -> 6, BN 64 -> 8; BM 64:
   // BN 128 -> 8, BN 64 -> 6 (two k tiles per stage, 32 KB).

@@ -66,7 +66,8 @@ constexpr bool warp_producer(int cluster) {
 }
 }  // namespace tk::hopper
 
-// Drain first (default, TK_WAIT_FIRST=1; =0 for an A/B): after a unit's last k tile the consumers
+// Drain first (TK_WAIT_FIRST=2, default: in the kernels without early k tiles; =1 in every kernel;
+// =0 in none, the form before 2026-12-02b, for an A/B): after a unit's last k tile the consumers
 // wait for all their wgmma groups (wgmma.wait_group 0) before they fetch and decode the next unit,
 // not after. Why: with the decode between the loop and the wait, ptxas 13.0 scheduled accumulator
 // reads and scratch writes (F2FP packs, the decode's integer temporaries in accumulator registers)
@@ -74,7 +75,11 @@ constexpr bool warp_producer(int cluster) {
 // families, the two-warpgroup 72/80/128-wide ones) -- and in the staged plain body (plain_body.cuh)
 // the result was wrong: 1000x1001x999 NN, ~25k of 1M elements per call, some calls ending in
 // "illegal instruction" (H200 2026-12-02b; correct under compute-sanitizer, whose slower issue
-// let the wgmmas finish first). scripts/sass_hazards.py checks every kernel's SASS for it.
+// let the wgmmas finish first). scripts/sass_hazards.py checks every kernel's SASS for it. The
+// kernels with early k tiles (128 x 192 / 224 / 256: gemm_layout EARLY_KTILES) had no such access
+// and keep the decode under the last wgmma group: everywhere (=1) against nowhere (=0), H200
+// 2026-12-02b, 3 rounds, time geomean 1.003 over 15 cases, 8192x5632x2048 NT 0.2754 / 0.2647 ms,
+// 8192x4096x4096 NT 0.3821 / 0.3754 (128 x 256 plans), 64x4096x4096 0.0169 / 0.0172.
 #ifndef TK_WAIT_FIRST
-#define TK_WAIT_FIRST 1
+#define TK_WAIT_FIRST 2
 #endif

@@ -179,9 +179,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // TK_HOPPER_PLAIN_BODY=0 (A/B, read once): plain GEMMs take the general body (plain_body.cuh).
   static const bool plain_body_on = env_flag("TK_HOPPER_PLAIN_BODY", true);
   ep.plain_body = plain_body_on && ep.c == nullptr && ep.alpha == 1.f && !ep.stmatrix && ep.deferred && !ep.fused_split;
-  // TK_HOPPER_PLAIN_STAGED=1 (A/B, read once; not yet the default): plain GEMMs with the staged
-  // copy-out take the staged plain body (plain_body.cuh has_staged_plain_body).
-  static const bool plain_staged_on = env_flag("TK_HOPPER_PLAIN_STAGED", false);
+  // Plain GEMMs with the staged copy-out take the staged plain body (plain_body.cuh
+  // has_staged_plain_body); TK_HOPPER_PLAIN_STAGED=0 (A/B, read once): the general body.
+  static const bool plain_staged_on = env_flag("TK_HOPPER_PLAIN_STAGED", true);
   ep.plain_staged = plain_staged_on && plain_body_on && ep.c == nullptr && ep.alpha == 1.f && !ep.stmatrix &&
                     !ep.fused_split && ep.granules;
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.

@@ -35,13 +35,18 @@ __device__ __forceinline__ bool plain_body(const Epilogue<OutT>& ep, int store_m
   return has_plain_body<L>() && ep.plain_body && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed);
 }
 
-// The staged plain body (Epilogue::plain_staged, TK_HOPPER_PLAIN_STAGED=1): the same for the staged
+// The staged plain body (Epilogue::plain_staged; default, TK_HOPPER_PLAIN_STAGED=0 for the general
+// body): the same for the staged
 // copy-out (kStoreStaged: 16-bit rows a TMA store cannot write, e.g. N = 1001), in the kernels of one
 // 64-row strip per warpgroup up to 128 wide (the granule copy-out's kernels; wider ones have many
 // units per CTA, whose later epilogues find the code fetched).
 // Why: H200 2026-12-02 pipeline_trace.py, L2 dirty: 1000x1001x999 NN (64x128 tiles, one unit per
 // CTA) spent ~12.0k cycles from its last wgmma to its end, 1000x1000x1000 NT (TMA store, plain
 // body) 1.1k -- the general body's staged epilogue, the cold-code signature of 2026-11-28f.
+// Measured 2026-12-02b (H200, dirty L2, 3 rounds, us, general / staged): 1000x1001x999 NN 16.2 /
+// 15.6, NT 15.7 / 15.2; 1003x1001x1032 NN 15.8 / 15.1; 129x4100x300 NT 12.5 / 11.8 -- 3-6%, not the
+// ~11k cycles: most of that tail is not code fetch. (Its first build was wrong until
+// kernel_variants.h TK_WAIT_FIRST: ptxas had put accumulator reads above the wgmma wait.)
 // TK_STAGED_PLAIN_BODY=0 (build define): not compiled.
 #ifndef TK_STAGED_PLAIN_BODY
 #define TK_STAGED_PLAIN_BODY 1
