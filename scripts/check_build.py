@@ -6,7 +6,6 @@ whose SASS reads or writes no wgmma accumulator before the wait that retires it 
 import glob
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -14,18 +13,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sass_hazards  # noqa: E402
-
-
-def cuobjdump():
-    exe = shutil.which("cuobjdump")
-    if exe:
-        return exe
-    try:
-        import triton
-        cand = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-        return cand if os.path.exists(cand) else None
-    except ImportError:
-        return None
+from sass_hazards import cuobjdump  # noqa: E402
 
 
 def main():

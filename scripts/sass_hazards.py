@@ -13,7 +13,9 @@ put the hazards, and the kernels' out-of-line blocks (barrier retry loops) use n
 
 Usage: python3 scripts/sass_hazards.py FILE   (FILE: a .so / .o / cubin, or cuobjdump -sass text)
 """
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -49,10 +51,21 @@ def scan(sass_text):
     return hits
 
 
+def cuobjdump():
+    """The toolkit's cuobjdump, else the one triton ships, else None."""
+    exe = shutil.which("cuobjdump")
+    if exe:
+        return exe
+    try:
+        import triton  # noqa: PLC0415
+    except ImportError:
+        return None
+    cand = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    return cand if os.path.exists(cand) else None
+
+
 def sass_of(path):
     if path.endswith((".so", ".o", ".cubin")):
-        from check_build import cuobjdump  # noqa: PLC0415 (scripts/ on sys.path when run as a script)
-
         exe = cuobjdump()
         if exe is None:
             raise SystemExit("sass_hazards: no cuobjdump")

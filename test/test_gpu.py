@@ -400,9 +400,10 @@ def test_fused_repitch_in_child_process():
 
 @needs_hopper
 def test_unaligned_rows_reach_the_64_row_kernels():
-    """Guard for the staged plain body (default) and the general_staged child below: UNALIGNED_ROW_SHAPES has unswapped, unsplit plans of
-    one 64-row strip per warpgroup up to 128 wide (64x128 and 128x64 tiles), the kernels with a
-    staged plain body (plain_body.cuh has_staged_plain_body)."""
+    """Guard for the staged plain body (default) and the general_staged child below:
+    UNALIGNED_ROW_SHAPES has unswapped, unsplit plans of one 64-row strip per warpgroup up to 128
+    wide (64x128 and 128x64 tiles), the kernels with a staged plain body (plain_body.cuh
+    has_staged_plain_body)."""
     for (M, N, K), bm in [((1000, 1001, 999), 64), ((1003, 1001, 520), 128)]:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())
         assert (plan["bm"], plan["swap_ab"], plan["splits"], plan["wg_rows"]) == (bm, False, 1, 64), plan
