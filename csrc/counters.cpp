@@ -8,7 +8,7 @@
 
 namespace tk {
 namespace {
-std::atomic<int64_t> g_counts[7];
+std::atomic<int64_t> g_counts[6];
 std::mutex g_mu;
 std::set<std::string>& reasons() {
   static std::set<std::string> r;
@@ -21,8 +21,7 @@ void count_call(Path p) { g_counts[static_cast<int>(p)].fetch_add(1, std::memory
 std::map<std::string, int64_t> kernel_counters() {
   std::map<std::string, int64_t> m{{"hopper", g_counts[0].load()}, {"fallback", g_counts[1].load()},
                                    {"cpu", g_counts[2].load()}, {"hopper_skinny", g_counts[4].load()},
-                                   {"hopper_stream_k", g_counts[5].load()},
-                                   {"hopper_fused_repitch", g_counts[6].load()}};
+                                   {"hopper_stream_k", g_counts[5].load()}};
 #ifdef TK_WITH_HIP
   m["cdna3"] = g_counts[3].load();  // ROCm builds only: calls that ran the CDNA3 kernel
 #endif

@@ -9,7 +9,7 @@ namespace tk {
 
 // hopper_skinny counts the hopper calls that ran the skinny (decode-shape) kernel,
 // hopper_stream_k those that ran a stream-K tail (opt-in, TK_HOPPER_STREAMK=1).
-enum class Path { hopper, fallback, cpu, cdna3, hopper_skinny, hopper_stream_k, hopper_fused_repitch };
+enum class Path { hopper, fallback, cpu, cdna3, hopper_skinny, hopper_stream_k };
 
 void count_call(Path p);
 std::map<std::string, int64_t> kernel_counters();

@@ -370,35 +370,6 @@ def test_forced_clustered_256_is_taken():
 
 
 @needs_hopper
-def test_fused_repitch_is_taken():
-    """Guard for the fused_repitch child below (a TK_FUSED_REPITCH=1 build): 1000x1001x999, both
-    operands re-pitched, runs its copies inside the GEMM kernel, and is right."""
-    if os.environ.get("TK_HOPPER_FUSED_REPITCH") != "1":
-        pytest.skip("runs in a child process with TK_HOPPER_FUSED_REPITCH=1 (test_fused_repitch_in_child_process)")
-    for layout in [("n", "n"), ("n", "t")]:  # (both plans: 64x128 tiles, unclustered, one unit per CTA)
-        a = make_matrix(1000, 999, torch.bfloat16, layout[0], device=DEV)
-        b = make_matrix(999, 1001, torch.bfloat16, layout[1], device=DEV)
-        before = torch_tk.kernel_counters()["hopper_fused_repitch"]
-        out = run_poisoned(lambda: torch_tk.gemm(a, b), (1000, 1001), torch.bfloat16)
-        assert torch_tk.kernel_counters()["hopper_fused_repitch"] == before + 1, "the copies were not fused"
-        check(out, ref64(a, b), TOL[torch.bfloat16], f"fused re-pitch {_lay(layout)}")
-
-
-@needs_hopper
-def test_fused_repitch_in_child_process():
-    """The overlapped re-pitch (TK_HOPPER_FUSED_REPITCH=1) on the unaligned-row and unaligned-pitch
-    tests, in a library built with TK_BUILD_DEFINES=TK_FUSED_REPITCH=1 (TK_TEST_FUSED_REPITCH=1
-    says so; a default build ignores the knob and the guard test would fail)."""
-    if os.environ.get("TK_TEST_FUSED_REPITCH") != "1":
-        pytest.skip("needs a TK_FUSED_REPITCH=1 build (set TK_TEST_FUSED_REPITCH=1)")
-    out = _pytest_child({"TK_HOPPER_FUSED_REPITCH": "1"},
-                        "test_fused_repitch_is_taken or test_gemm_unaligned_rows or test_gemm_pitch_and_alignment or "
-                        "test_repitch_copy_then_gemm_in_order", timeout=400)
-    m = re.search(r"\b(\d+) passed", out)
-    assert m and int(m.group(1)) >= len(UNALIGNED_ROW_SHAPES) * 4 + 4 and " failed" not in out, out[-4000:]
-
-
-@needs_hopper
 def test_unaligned_rows_reach_the_64_row_kernels():
     """Guard for the staged plain body (default) and the general_staged child below:
     UNALIGNED_ROW_SHAPES has unswapped, unsplit plans of one 64-row strip per warpgroup up to 128
@@ -901,6 +872,17 @@ def test_general_body_in_child_process():
     other store variants take) instead of their plain bodies (csrc/gemm/hopper/plain_body.cuh), and
     pass the epilogue tests."""
     out = _pytest_child({"TK_HOPPER_PLAIN_BODY": "0"}, _EPILOGUE_TESTS)
+    m = re.search(r"\b(\d+) passed", out)
+    assert m and int(m.group(1)) >= 100, out[-4000:]
+
+
+@needs_hopper
+@pytest.mark.parametrize("knob", ["TK_HOPPER_PRE_ISSUE", "TK_HOPPER_EARLY_START"])
+def test_start_forms_in_child_process(knob):
+    """The unclustered kernels' start without the pre-issue (TK_HOPPER_PRE_ISSUE=0: the first loads
+    from the producer branch) and without the early start (TK_HOPPER_EARLY_START=0: behind a
+    __syncthreads, no pre-issue either) passes the epilogue tests (gemm_kernel.cuh)."""
+    out = _pytest_child({knob: "0"}, _EPILOGUE_TESTS)
     m = re.search(r"\b(\d+) passed", out)
     assert m and int(m.group(1)) >= 100, out[-4000:]
 

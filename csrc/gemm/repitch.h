@@ -19,18 +19,4 @@ struct RepitchJobs {
   int n = 0;
 };
 
-// Re-pitch copies made inside the GEMM kernel, overlapped with its mainloop (a TK_FUSED_REPITCH
-// build, TK_HOPPER_FUSED_REPITCH=1; hopper/gemm_kernel.cuh): the chunks (64 lines x 64 inner
-// elements) of every job are copied in k order by the CTAs' idle producer warps, and each
-// finished chunk is counted in flags[j * k_tiles + kt], which the loads of k tile kt wait for.
-struct FusedRepitch {
-  RepitchJob job[2];
-  int n = 0;                   // jobs; 0: nothing fused
-  bool k_lines[2] = {false, false};  // job j's lines run along k (an MN-major operand), else its inner elements do
-  int blocks[2] = {0, 0};      // chunks of job j per k tile: 64-wide blocks of its other dimension
-  int x_job = -1, y_job = -1;  // the job the kernel's X / Y operand is read from (-1: read in place)
-  unsigned* flags = nullptr;   // [n][k_tiles] finished-chunk counts (3 per chunk: one per copier warp), zero at launch
-  int k_tiles = 0;
-};
-
 }  // namespace tk

@@ -204,34 +204,6 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   hopper::SkinnyPlan sp = hopper::plan_skinny(g.M, g.N, g.K, !g.a_mn, !g.b_mn, sm_count(a.get_device()),
                                               skinny_max_m, skinny_rows, skinny_yield ? &g.plan : nullptr);
   sp.load = skinny_load;
-  // The copies inside the GEMM kernel instead (kernel_variants.h TK_FUSED_REPITCH; opt-in
-  // TK_HOPPER_FUSED_REPITCH=1): one-wave plans of the unclustered, unsplit 64-row kernels, one unit
-  // per CTA, not under graph capture (the flags are a fresh zeroed buffer per call).
-  at::Tensor repitch_flags;
-#if TK_FUSED_REPITCH
-  TK_KNOB int fused_repitch = env_int("TK_HOPPER_FUSED_REPITCH", 0, 0, 1);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (fused_repitch != 0 && copies.n > 0 && !sp.use && g.plan.bm == 64 && g.plan.cluster == 1 && g.plan.splits == 1 &&
-      !g.plan.dynamic && g.plan.sk_tiles == 0 && !g.plan.fused_split && g.plan.units <= g.plan.grid &&
-      capture == cudaStreamCaptureStatusNone) {
-    FusedRepitch& r = g.repitch;
-    r.n = copies.n;
-    r.k_tiles = (g.K + 63) / 64;
-    const bool k_lines[2] = {!A.row_major, B.row_major};  // A: M x K, B: K x N
-    for (int j = 0; j < copies.n; ++j) {
-      r.job[j] = copies.job[j];
-      r.k_lines[j] = k_lines[j == a_job ? 0 : 1];
-      r.blocks[j] = int(((r.k_lines[j] ? r.job[j].inner : r.job[j].lines) + 63) / 64);
-    }
-    r.x_job = g.plan.swap_ab ? b_job : a_job;
-    r.y_job = g.plan.swap_ab ? a_job : b_job;
-    repitch_flags = at::zeros({int64_t(copies.n) * r.k_tiles}, a.options().dtype(at::kInt));
-    r.flags = reinterpret_cast<unsigned*>(repitch_flags.data_ptr<int>());
-    copies.n = 0;  // no copy kernel
-    count_call(Path::hopper_fused_repitch);
-  }
-#endif
   if (copies.n > 0) {
     TK_KNOB int copy_chunks = env_int("TK_HOPPER_COPY_CHUNKS", hopper::kCopyChunksPerThread, 1, 4);
     const char* err = hopper::pad_lines_launch(copies, stream, copy_chunks);

@@ -63,9 +63,10 @@ struct Epilogue {
   // tensor, loaded through a map whose box has exactly that many rows; 0: no tail map (the full
   // box, its rows past the tensor zero-filled by TMA).
   int x_tail_rows = 0, y_tail_rows = 0;
-  // Unclustered kernels: the producer starts loading before the block-wide start barrier
-  // (gemm_kernel.cuh early_start; TK_HOPPER_EARLY_START).
-  bool early_start = false;
+  // Unclustered kernels: 1, the producer starts loading before the block-wide start barrier
+  // (gemm_kernel.cuh early_start; TK_HOPPER_EARLY_START); 2, thread 0 also issues the first unit's
+  // stages ahead of the role branch (pre-issue; TK_HOPPER_PRE_ISSUE); 0, neither.
+  uint8_t early_start = 0;
   // Staged copy-out of rows that are not 16-B aligned by the output's 16-B granules
   // (copy_out_granules) rather than element by element (TK_HOPPER_COPY_GRANULES=0, A/B).
   bool granules = true;
@@ -75,10 +76,6 @@ struct Epilogue {
   // A plain GEMM with the staged copy-out (kStoreStaged) and granules: the kernel runs its staged
   // plain body where it has one (plain_body.cuh has_staged_plain_body). Set by the host.
   bool plain_staged = false;
-#if TK_FUSED_REPITCH
-  // The overlapped re-pitch copies (repitch.h; n == 0: none): gemm_kernel.cuh's copier warps and waits.
-  FusedRepitch repitch;
-#endif
 };
 
 // The copy-out schedule of unaligned rows (copy_out_granules): row passes, except in the clustered

@@ -18,11 +18,11 @@
 #include "convert.cuh"
 #include "epilogue.cuh"
 #include "epilogue_split_k.cuh"
-#include "fused_repitch.cuh"
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
 #include "plain_body.cuh"
+#include "producer_loads.cuh"
 #include "sched_ring.cuh"
 
 namespace tk::hopper {
@@ -160,18 +160,44 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // arrives at the start barrier (bar.arrive releases the init to the consumers' bar.sync), so
   // the loads' latency overlaps the consumers' start-up instead of following a __syncthreads.
   static_assert(1 + L::CONSUMERS * L::STRIPS <= kStartBarrier, "the start barrier's id is an epilogue strip's");
-  const bool early_start = L::CLUSTER == 1 && ep.early_start;
+  const bool early_start = L::CLUSTER == 1 && ep.early_start != 0;
   if (!early_start) {
     if (threadIdx.x == 0) init_barriers();
     if constexpr (L::CLUSTER > 1) cluster_sync();  // peers' barriers initialised before any remote use
     else __syncthreads();
+  }
+  const bool hint_x = (ep.l2_evict_first & 1) != 0, hint_y = (ep.l2_evict_first & 2) != 0;
+  unsigned tr[kTraceLen + 8];  // the producer's trace (thread 0)
+  int tn = 0;
+  // Pre-issue (ep.early_start 2): thread 0 issues the first unit's first stages ahead of the role branch
+  // (ptxas puts the producer ~0.5 MB past the entry: a cold fetch after an L2 flush). H200 2026-12-02c,
+  // dirty L2, us, with / without: 1000^3 NT 12.2 / 12.5, 64x4096x4096 17.1 / 17.4, 256x8192x8192 54.8 / 55.1.
+  int pre = 0;  // stages issued here (thread 0)
+  if (early_start && ep.early_start == 2 && !(xp & (kXpBare | kXpNoLoad | kXpPrefetchOut)) && threadIdx.x == 0) {
+    init_barriers();
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // (see the producer's)
+    int u = first_unit;
+    bool in_sk = false;
+    enter_tail(u, in_sk);
+    if (!in_sk && u < units) {
+      WorkUnit w;
+      KRange kr;
+      SkSegment seg;
+      decode(u, in_sk, w, kr, seg);
+      const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail);
+      const uint64_t evict_first = l2_evict_first_policy();
+      for (int kt = kr.begin; kt < kr.end && pre < L::STAGES; kt += L::KT, ++pre) {
+        if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
+        issue_stage<L>(smem, full, pre, kt, ld, &tm_b, rank, hint_x, hint_y, evict_first);
+      }
+    }
   }
 
   if (warpgroup_id() == 0) {
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (early_start) {
-      if (threadIdx.x == 0) init_barriers();
+      if (threadIdx.x == 0 && ep.early_start != 2) init_barriers();
       __syncwarp();
       named_barrier_arrive(kStartBarrier, L::THREADS);
     }
@@ -184,10 +210,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       // PDL this returns at once.
       asm volatile("griddepcontrol.wait;" ::: "memory");
       const uint64_t evict_first = l2_evict_first_policy();
-      const bool hint_x = (ep.l2_evict_first & 1) != 0, hint_y = (ep.l2_evict_first & 2) != 0;
-      unsigned tr[kTraceLen + 8];
-      int tn = 0;
-      uint32_t it = 0;  // k iterations issued by this CTA, across units
+      // The first unit's stages issued ahead of the role branch (the lanes of a warp_producer step too).
+      int skip = warp_producer(L::CLUSTER) ? __shfl_sync(0xffffffffu, pre, 0) : pre;
+      uint32_t it = uint32_t(skip);  // k iterations issued by this CTA, across units
       int handed = 0;  // unit ids handed to the consumers (dynamic)
       bool in_sk = false;
       int u = first_unit;
@@ -197,20 +222,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         KRange kr;
         SkSegment seg;
         decode(u, in_sk, w, kr, seg);
-        const int m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, n0 = w.tile.n * L::BN;
-        // X rows past M: a cluster's CTA beyond the last row tile loads none of them (its rows
-        // are never stored); the last row / column tile through the tail maps (gemm_layout).
-        const bool x_none = m0 >= M;
-        const bool x_tail = L::kXTail && ep.x_tail_rows > 0 && m0 + L::BM > M && !x_none;
-        const bool y_tail = L::kYTail && ep.y_tail_rows > 0 && n0 + L::BN > N;
-        const CUtensorMap* const map_x = x_tail ? &tm_a_tail : &tm_a;
-        const CUtensorMap* const map_y = y_tail ? &tm_b_tail : &tm_b;
-        // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
-        constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
-        const uint32_t x_bytes = x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
-        const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kYRow : uint32_t(L::b_tile::kBytes);
-        const uint32_t stage_tx = uint32_t(L::KT) * (x_bytes + y_bytes);
-        for (int kt = kr.begin; kt < kr.end; kt += L::KT, ++it) {
+        const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail);
+        for (int kt = kr.begin + skip * L::KT; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;
           if (xp & kXpBare) continue;
           mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);  // first round passes at once
@@ -220,21 +233,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             continue;
           }
           if (!lead) continue;
-          fused_repitch_before_loads<L>(ep, kt);  // (TK_FUSED_REPITCH builds)
-          mbar_arrive_expect_tx(&full[s], stage_tx);  // boxes' bytes, zero-filled ones past K included
-#pragma unroll
-          for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
-            uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
-            const int k0 = (kt + j) * L::BK;
-            if (!x_none) L::a_tile::load(sub, map_x, &full[s], m0, k0, hint_x, evict_first);
-            if constexpr (L::CLUSTER > 1)
-              L::b_tile::load_slice(sub + L::a_tile::kBytes, &tm_b, &full[s], n0, k0, rank,
-                                    uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
-            else
-              L::b_tile::load(sub + L::a_tile::kBytes, map_y, &full[s], n0, k0, hint_y, evict_first);
-          }
-          if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, m0, n0);
+          issue_stage<L>(smem, full, s, kt, ld, &tm_b, rank, hint_x, hint_y, evict_first);
+          if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, ld.m0, ld.n0);
         }
+        skip = 0;
         if (L::kStreamK && in_sk) {
           u -= kr.end - kr.begin;
           continue;
@@ -249,8 +251,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         enter_tail(u, in_sk);
       }
       if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
-    } else {
-      fused_repitch_copier<L>(ep);  // the idle producer warps copy (TK_FUSED_REPITCH builds)
     }
   } else {
     // ---- consumers ----

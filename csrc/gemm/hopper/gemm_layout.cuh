@@ -146,8 +146,7 @@ struct gemm_layout {
 #ifndef TK_WG128_CLUSTER_REGS
 #define TK_WG128_CLUSTER_REGS 248
 #endif
-  // (TK_FUSED_REPITCH builds: the copier warps' granules in flight need more in the one-consumer kernels.)
-  static constexpr int PRODUCER_REGS = TK_FUSED_REPITCH && CONSUMERS == 1 ? 128 : 40,
+  static constexpr int PRODUCER_REGS = 40,
                        CONSUMER_REGS = CLUSTER_ == 2 && CONSUMERS == 1 && STRIPS == 2 ? TK_WG128_CLUSTER_REGS : 232;
   static_assert(kWarpgroupThreads * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) <= 65536, "register file");
   // Tail boxes (K-major operands; Y only when not multicast in slices): a box partly past the

@@ -48,17 +48,6 @@
 #define TK_WG128_CLUSTER 0
 #endif
 
-// TK_FUSED_REPITCH=1 (build define, A/B; prepared 2026-12-02, not GPU-run yet): the re-pitch copies
-// of unaligned operands made inside the GEMM kernel by the producer warpgroup's idle warps, in k
-// order, each k tile's loads waiting for its chunks (repitch.h FusedRepitch; taken by one-wave,
-// one-unit-per-CTA plans of the 64-row kernels under TK_HOPPER_FUSED_REPITCH=1, dispatch.cpp).
-// Why: 1000x1001x999's copy kernel (4.0-4.1 us, H200 2026-12-02) runs before its GEMM (a
-// programmatic dependent that waits for the whole copy); in the kernel it overlaps the mainloop.
-// A build define: the wait is a branch per k tile in the producer loop (one once cost 15%).
-#ifndef TK_FUSED_REPITCH
-#define TK_FUSED_REPITCH 0
-#endif
-
 namespace tk::hopper {
 // Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
 constexpr bool warp_producer(int cluster) {

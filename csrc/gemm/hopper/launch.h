@@ -49,9 +49,6 @@ struct GemmArgs {
   // completion. Set after this call's re-pitch copy (pad_lines_launch), and for every call under
   // TK_HOPPER_PDL=1 (dispatch.cpp).
   bool dependent = false;
-  // Re-pitch copies made inside the kernel (a TK_FUSED_REPITCH build: dispatch.cpp sets it for
-  // one-unit-per-CTA plans under TK_HOPPER_FUSED_REPITCH=1; then no pad_lines_launch). n == 0: none.
-  FusedRepitch repitch;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -172,7 +172,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   ep.deferred = g.store == StoreVariant::deferred;
   // TK_HOPPER_EARLY_START=0 (A/B, read once): every kernel starts behind a __syncthreads.
   static const bool early_start = env_flag("TK_HOPPER_EARLY_START", true);
-  ep.early_start = early_start;
+  // Pre-issue (gemm_kernel.cuh), not in a programmatic dependent (after the re-pitch copy): there
+  // thread 0 would wait for the copy before the start barrier, and the consumers' cold code fetch,
+  // which otherwise overlaps the copy, would follow it (H200 2026-12-02c, 129x4100x300 NT: 11.7 ->
+  // 12.3 us). TK_HOPPER_PRE_ISSUE=0 (A/B, read once): none.
+  static const bool pre_issue = env_flag("TK_HOPPER_PRE_ISSUE", true);
+  ep.early_start = uint8_t(early_start ? (pre_issue && !g.dependent ? 2 : 1) : 0);
   // TK_HOPPER_COPY_GRANULES=0 (A/B, read once): the staged copy-out of unaligned rows element by element.
   static const bool granules = env_flag("TK_HOPPER_COPY_GRANULES", true);
   ep.granules = granules;
@@ -187,13 +192,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // GemmArgs::evict_first is in (A, B) terms; the kernel's X is B under swap-AB.
   const int ea = g.evict_first & 1, eb = (g.evict_first >> 1) & 1;
   ep.l2_evict_first = p.swap_ab ? (eb | (ea << 1)) : (ea | (eb << 1));
-#if TK_FUSED_REPITCH
-  ep.repitch = g.repitch;
-  if (ep.repitch.n > 0 && (L::CLUSTER != 1 || L::CONSUMERS != 1 || p.units > p.grid || p.splits != 1 || p.dynamic))
-    return "fused re-pitch: unclustered one-consumer plans of one unit per CTA only";
-#else
-  if (g.repitch.n > 0) return "fused re-pitch: not compiled (TK_FUSED_REPITCH=0)";
-#endif
   // Swap-AB stores the transposed staging box through the same map (kStoreTmaTransposed): the
   // fragment-order register stores it replaces cost 256x14336x4096 ~20 us of ~85 (H100, no-store
   // experiment and pipeline_trace.py).
@@ -243,22 +241,13 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   cudaLaunchAttribute pdl{};
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
-  // Unclustered launches with an attribute: a programmatic dependent, or (TK_FUSED_REPITCH) a
-  // cooperative launch -- the copier warps of every CTA feed every CTA's loads, so all must be resident.
-  cudaLaunchAttribute one = pdl;
-#if TK_FUSED_REPITCH
-  if (ep.repitch.n > 0) one.id = cudaLaunchAttributeCooperative, one.val.cooperative = 1;
-  const bool with_attr = g.dependent || ep.repitch.n > 0;
-#else
-  const bool with_attr = g.dependent;
-#endif
-  if (L::CLUSTER == 1 && with_attr) {
+  if (L::CLUSTER == 1 && g.dependent) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(unsigned(p.grid));
     cfg.blockDim = dim3(L::THREADS);
     cfg.dynamicSmemBytes = L::SMEM_BYTES;
     cfg.stream = stream;
-    cfg.attrs = &one;
+    cfg.attrs = &pdl;
     cfg.numAttrs = 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
                              store_mode, p.group_m, unit_counter);

@@ -1,6 +1,6 @@
 // One 16-B destination chunk of a re-pitch copy (repitch.h): the source's (possibly unaligned)
-// 16 bytes read as one or two aligned 16-B vectors and joined by funnel shifts. Shared by the
-// copy kernel (pad_copy.cu) and the GEMM kernel's overlapped copy (gemm_kernel.cuh, TK_FUSED_REPITCH).
+// 16 bytes read as one or two aligned 16-B vectors and joined by funnel shifts. Used by the
+// copy kernel (pad_copy.cu).
 #pragma once
 #include <cstdint>
 #include "../../kittens/common/halfword_window.h"

@@ -1,0 +1,63 @@
+// The producer's loads of one work unit (gemm_kernel.cuh): where its boxes start, through which
+// tensor maps, how many bytes a stage expects, and the issue of one stage. Used by the producer
+// loop and by the pre-issue of the first unit's stages ahead of the role branch.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+#include "../../kittens/common/raster.h"
+#include "../../kittens/hopper/mbarrier.cuh"
+#include "epilogue.cuh"
+
+namespace tk::hopper {
+using namespace kittens;
+using namespace kittens::hopper;
+
+struct UnitLoads {
+  const CUtensorMap* map_x;  // X's map: the tail map for the last row tile (gemm_layout kXTail), else tm_a
+  const CUtensorMap* map_y;
+  int m0, n0;                // first row of X / column of Y of this CTA's tile
+  uint32_t stage_tx;         // bytes a stage's full barrier expects (zero-filled ones past K included)
+  bool x_none;               // a cluster's CTA past the last row tile: no X load
+};
+
+template <class L, typename OutT>
+__device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int M, int N, const Epilogue<OutT>& ep,
+                                                const CUtensorMap* tm_a, const CUtensorMap* tm_b,
+                                                const CUtensorMap* tm_a_tail, const CUtensorMap* tm_b_tail) {
+  UnitLoads u;
+  u.m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, u.n0 = w.tile.n * L::BN;
+  // X rows past M: a cluster's CTA beyond the last row tile loads none of them (its rows are never
+  // stored); the last row / column tile through the tail maps (gemm_layout).
+  u.x_none = u.m0 >= M;
+  const bool x_tail = L::kXTail && ep.x_tail_rows > 0 && u.m0 + L::BM > M && !u.x_none;
+  const bool y_tail = L::kYTail && ep.y_tail_rows > 0 && u.n0 + L::BN > N;
+  u.map_x = x_tail ? tm_a_tail : tm_a;
+  u.map_y = y_tail ? tm_b_tail : tm_b;
+  // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
+  constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
+  const uint32_t x_bytes = u.x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
+  const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kYRow : uint32_t(L::b_tile::kBytes);
+  u.stage_tx = uint32_t(L::KT) * (x_bytes + y_bytes);
+  return u;
+}
+
+// Stage s <- k tiles kt .. kt + KT - 1 of the unit (its empty slot already won). In a cluster, Y
+// goes out as this CTA's multicast slice (tm_b: the tail map has no slices).
+template <class L>
+__device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s, int kt, const UnitLoads& u,
+                                            const CUtensorMap* tm_b, int rank, bool hint_x, bool hint_y,
+                                            uint64_t evict_first) {
+  mbar_arrive_expect_tx(&full[s], u.stage_tx);
+#pragma unroll
+  for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
+    uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
+    const int k0 = (kt + j) * L::BK;
+    if (!u.x_none) L::a_tile::load(sub, u.map_x, &full[s], u.m0, k0, hint_x, evict_first);
+    if constexpr (L::CLUSTER > 1)
+      L::b_tile::load_slice(sub + L::a_tile::kBytes, tm_b, &full[s], u.n0, k0, rank, uint16_t((1u << L::CLUSTER) - 1),
+                            hint_y, evict_first);
+    else
+      L::b_tile::load(sub + L::a_tile::kBytes, u.map_y, &full[s], u.n0, k0, hint_y, evict_first);
+  }
+}
+}  // namespace tk::hopper
