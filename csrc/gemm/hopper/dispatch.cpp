@@ -179,9 +179,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   RepitchJobs copies;  // unaligned pitches: both operands' copies in one pad_lines launch (below)
   const Operand A = describe_operand(a, &copies);
-  [[maybe_unused]] const int a_job = copies.n > 0 ? 0 : -1;
   const Operand B = describe_operand(b, &copies);
-  [[maybe_unused]] const int b_job = copies.n > a_job + 1 ? copies.n - 1 : -1;
   hopper::GemmArgs g = make_gemm_args(A, B, a, b, out, c, alpha, beta);
   // TK_HOPPER_REPITCH_PDL=0: the GEMM launched normally after the copy (A/B of the dependent launch).
   TK_KNOB int repitch_pdl = env_int("TK_HOPPER_REPITCH_PDL", 1, 0, 0);

@@ -172,8 +172,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // Pre-issue (ep.early_start 2): thread 0 issues the first unit's first stages ahead of the role branch
   // (ptxas puts the producer ~0.5 MB past the entry: a cold fetch after an L2 flush). H200 2026-12-02c,
   // dirty L2, us, with / without: 1000^3 NT 12.2 / 12.5, 64x4096x4096 17.1 / 17.4, 256x8192x8192 54.8 / 55.1.
+  const bool pre_issue = early_start && ep.early_start == 2 && !(xp & (kXpBare | kXpNoLoad | kXpPrefetchOut));
   int pre = 0;  // stages issued here (thread 0)
-  if (early_start && ep.early_start == 2 && !(xp & (kXpBare | kXpNoLoad | kXpPrefetchOut)) && threadIdx.x == 0) {
+  if (pre_issue && threadIdx.x == 0) {
     init_barriers();
     asm volatile("griddepcontrol.wait;" ::: "memory");  // (see the producer's)
     int u = first_unit;
@@ -192,12 +193,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
     }
   }
-
   if (warpgroup_id() == 0) {
     // ---- producer ----
     setmaxnreg_dec<L::PRODUCER_REGS>();
     if (early_start) {
-      if (threadIdx.x == 0 && ep.early_start != 2) init_barriers();
+      if (threadIdx.x == 0 && !pre_issue) init_barriers();  // (else done above)
       __syncwarp();
       named_barrier_arrive(kStartBarrier, L::THREADS);
     }
