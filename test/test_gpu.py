@@ -796,14 +796,18 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape,out_fp32", [((200, 8200, 520), False), ((130, 8200, 999), True),
-                                            ((330, 4000, 1000), False), ((500, 4000, 130), True)],
-                         ids=["200x8200x520", "130x8200x999-fp32out", "330x4000x1000", "500x4000x130-fp32out"])
+                                            ((330, 4000, 1000), False), ((500, 4000, 130), True),
+                                            ((200, 8192, 8192), False), ((200, 8199, 8191), False)],
+                         ids=["200x8200x520", "130x8200x999-fp32out", "330x4000x1000", "500x4000x130-fp32out",
+                              "200x8192x8192", "200x8199x8191"])
 def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
     """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroupWidths,
     gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan.h kUnswapOneWave128) and swapped
     (fp32 output; 16-bit too under TK_HOPPER_UNSWAP128=0, test_unswap128_off_in_child_process),
     token and weight tails, odd K, 16-bit output through the TMA-store epilogue (one staging area
-    per strip) and fp32 output from registers, addmm terms, 4 layouts."""
+    per strip) and fp32 output from registers, addmm terms, 4 layouts. From K = 8192 (plan.h
+    kRingStagingMinKTiles) the staging boxes lie in the stage ring (the last two shapes: a TMA
+    store, and an odd output pitch through the staged copy-out after an odd-K re-pitch copy)."""
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     if os.environ.get("TK_HOPPER_ONE_WG") in ("0", "2"):
@@ -817,8 +821,8 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
 def test_unswap128_off_in_child_process():
     """Swapped one-wave 128x128 plans kept swapped (TK_HOPPER_UNSWAP128=0): the one-warpgroup
     kernels' transposed TMA-store epilogue, one staging area per strip (200x8200x520)."""
-    out = _pytest_child({"TK_HOPPER_UNSWAP128": "0"}, "test_gemm_one_warpgroup_128x128", timeout=300)
-    assert re.search(r"\b32 passed", out), out[-4000:]
+    out = _pytest_child({"TK_HOPPER_UNSWAP128": "0"}, "test_gemm_one_warpgroup_128x128", timeout=400)
+    assert re.search(r"\b48 passed", out), out[-4000:]
 
 
 @needs_hopper
@@ -1175,12 +1179,14 @@ def test_bn224_in_child_process():
 
 
 @needs_hopper
-def test_ring_staging_in_child_process():
+@pytest.mark.parametrize("ring", ["1", "0"])
+def test_ring_staging_in_child_process(ring):
     """The one-warpgroup 128x128 kernels with the epilogue's staging boxes in the stage ring (7
-    stages; TK_HOPPER_RING_STAGING=1, opt-in): swapped and unswapped, tails, addmm terms, 16-bit
-    outputs through the TMA store (fp32 outputs have no staging: the usual kernel)."""
-    out = _pytest_child({"TK_HOPPER_RING_STAGING": "1"}, "test_gemm_one_warpgroup_128x128", timeout=300)
-    assert re.search(r"\b32 passed", out), out[-4000:]
+    stages) at every K (TK_HOPPER_RING_STAGING=1; by default from K = 8192 only), and beside it at
+    every K (=0): swapped and unswapped, tails, addmm terms, 16-bit outputs through the TMA store
+    or the staged copy-out (fp32 outputs have no staging: the usual kernel)."""
+    out = _pytest_child({"TK_HOPPER_RING_STAGING": ring}, "test_gemm_one_warpgroup_128x128", timeout=400)
+    assert re.search(r"\b48 passed", out), out[-4000:]
 
 
 @needs_hopper

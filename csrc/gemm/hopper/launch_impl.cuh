@@ -369,10 +369,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
-        // TK_HOPPER_RING_STAGING=1 (A/B, read once): staging in the stage ring, 7 stages (gemm_layout).
-        // (One-warpgroup plans run one unit per CTA; launch_layout checks it.)
-        static const bool ring = detail::env_flag("TK_HOPPER_RING_STAGING", false);
-        if (ring && g.plan.wg_rows == 128)
+        // Staging in the stage ring, 7 stages (gemm_layout), for unsplit one-unit-per-CTA plans from
+        // kRingStagingMinKTiles k tiles on (plan.h); TK_HOPPER_RING_STAGING=0|1 (A/B, read once):
+        // never / whatever K.
+        static const int ring = [] {
+          const char* e = std::getenv("TK_HOPPER_RING_STAGING");
+          return e == nullptr ? -1 : std::atoi(e) != 0;
+        }();
+        const bool one_unit = g.plan.units <= g.plan.grid && !g.plan.dynamic && g.plan.splits == 1;
+        const bool long_k = ceil_div(g.K, 64) >= kRingStagingMinKTiles;
+        if (g.plan.wg_rows == 128 && one_unit && (ring == 1 || (ring < 0 && long_k)))
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
       }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);

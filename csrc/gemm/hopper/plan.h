@@ -262,6 +262,14 @@ constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // 256x8192x4096 31.7 -> 31.0, 128x14336x4096 40.6 -> 40.3, 200x6144x4096 29.7 -> 29.6
 // (TK_HOPPER_UNSWAP128=0 for the swapped plan).
 constexpr int kUnswapOneWave128 = 1;
+// Ring staging (gemm_layout RING_STAGING_): the one-warpgroup 128 x 128 kernels of unsplit plans
+// with one unit per CTA put the epilogue's staging boxes in the idle stage ring, 7 stages instead
+// of 6, from this many k tiles on (K >= 8192). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
+// median us, separate / ring): 256x8192x8192 54.0 / 52.8 and 54.7 / 53.7, 192x8192x8192 53.5 /
+// 52.0, 200x8192x8192 52.6 / 51.5, 160x8192x8192 52.0 / 50.4; shorter K lost: 128x14336x4096
+// 39.6 / 40.5 (64 k tiles); clean L2 even. TK_HOPPER_RING_STAGING=0|1 (launch_impl.cuh) forces it
+// off / on for every such plan.
+constexpr int kRingStagingMinKTiles = 128;
 // 1: 64-row rule 1's tiles (plan_gemm) run as 2-CTA clusters multicasting the weight tile (the
 // default until 2026-11-28e); 0: unclustered. H200 (2026-11-28e, forced tiles on one build with
 // the warp-wide producer in unclustered kernels, 2 rounds, NT, median us, dirty / clean L2, pairs
