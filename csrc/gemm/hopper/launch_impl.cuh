@@ -369,16 +369,13 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
-        // Staging in the stage ring, 7 stages (gemm_layout), for unsplit one-unit-per-CTA plans from
-        // kRingStagingMinKTiles k tiles on (plan.h); TK_HOPPER_RING_STAGING=0|1 (A/B, read once):
-        // never / whatever K.
+        // Staging in the stage ring, 7 stages (gemm_layout), by plan.h ring_staging;
+        // TK_HOPPER_RING_STAGING=0|1 (A/B, read once): never / at every K.
         static const int ring = [] {
           const char* e = std::getenv("TK_HOPPER_RING_STAGING");
           return e == nullptr ? -1 : std::atoi(e) != 0;
         }();
-        const bool one_unit = g.plan.units <= g.plan.grid && !g.plan.dynamic && g.plan.splits == 1;
-        const bool long_k = ceil_div(g.K, 64) >= kRingStagingMinKTiles;
-        if (g.plan.wg_rows == 128 && one_unit && (ring == 1 || (ring < 0 && long_k)))
+        if (ring_staging(g.plan, g.K, ring))
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
       }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);

@@ -270,6 +270,13 @@ constexpr int kUnswapOneWave128 = 1;
 // 39.6 / 40.5 (64 k tiles); clean L2 even. TK_HOPPER_RING_STAGING=0|1 (launch_impl.cuh) forces it
 // off / on for every such plan.
 constexpr int kRingStagingMinKTiles = 128;
+// Whether a one-warpgroup 128 x 128 plan runs the ring-staging kernel: unsplit, one unit per CTA,
+// and K long enough (kRingStagingMinKTiles). forced: -1 the rule, 0 never, 1 at every K.
+inline bool ring_staging(const GemmPlan& p, int K, int forced) {
+  const bool one_unit = p.wg_rows == 128 && p.units <= p.grid && !p.dynamic && p.splits == 1;
+  const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= kRingStagingMinKTiles;
+  return one_unit && (forced == 1 || (forced < 0 && long_k));
+}
 // 1: 64-row rule 1's tiles (plan_gemm) run as 2-CTA clusters multicasting the weight tile (the
 // default until 2026-11-28e); 0: unclustered. H200 (2026-11-28e, forced tiles on one build with
 // the warp-wide producer in unclustered kernels, 2 rounds, NT, median us, dirty / clean L2, pairs
