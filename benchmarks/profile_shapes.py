@@ -66,28 +66,36 @@ def group_calls(ks, per_call, pre):
     """Splits kernel events (name, start us, end us; in start order) into calls of `per_call`
     kernels, each after `pre` other kernels (the flush, then the --between ones; 0 for none).
     Returns (microseconds per kernel name, launches per name, launch gaps, calls, microseconds per
-    name of the `pre` kernels), the gaps from the end of each call's last preceding kernel to the
-    start of its first one."""
+    name of the `pre` kernels, spans), the gaps from the end of each call's last preceding kernel to
+    the start of its first one, the spans from the start of a call's first kernel to the latest end
+    of its kernels (kernels of one call may overlap: a PDL-launched split-K reduction starts with the
+    GEMM and waits for it)."""
     period = per_call + pre
     tot, cnt, gaps, pre_tot = collections.defaultdict(float), collections.Counter(), [], collections.defaultdict(float)
+    spans = []
     for i in range(0, len(ks) - period + 1, period):
         group = ks[i:i + period]
         call = group[pre:]
         if pre:
             gaps.append(call[0][1] - group[pre - 1][2])
+        spans.append(max(t1 for _, _, t1 in call) - call[0][1])
         for name, t0, t1 in group[:pre]:
             pre_tot[name] += t1 - t0
         for name, t0, t1 in call:
             tot[name] += t1 - t0
             cnt[name] += 1
-    return tot, cnt, gaps, max(1, len(ks) // period), pre_tot
+    return tot, cnt, gaps, max(1, len(ks) // period), pre_tot, spans
 
 
-def report(label, fn, reps, flush, between=None):
+def report(label, fn, reps, flush, between=None, bench=False):
     per_call = len(profile(fn, 1, None))  # kernels one call launches
     pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
-    tot, cnt, gaps, calls, pre_tot = group_calls(profile(fn, reps, flush, between), per_call, pre)
-    line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call"
+    tot, cnt, gaps, calls, pre_tot, spans = group_calls(profile(fn, reps, flush, between), per_call, pre)
+    spans.sort()
+    line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call, span median {spans[len(spans) // 2]:.1f} us"
+    if bench:  # the same call as bench_gemm.py times it (do_bench's flush, median), in this process
+        import triton.testing
+        line += f"; do_bench median {1000 * triton.testing.do_bench(fn, warmup=15, rep=60, return_mode='median'):.1f} us"
     if gaps:
         gaps.sort()
         line += f"; launch gap after the {'kernels between' if between else 'flush'}: mean {sum(gaps) / len(gaps):.2f} us, median {gaps[len(gaps) // 2]:.2f} us"
@@ -145,6 +153,8 @@ def main():
                     help="with --between: then, last before each call, a torch_tk.gemm of the same operands' first "
                          "PRIME_K columns of A / rows of B (the same kernel when the plan is the same; force it "
                          "with TK_HOPPER_TILE): brings that kernel's code into L2 before the call")
+    ap.add_argument("--bench", action="store_true",
+                    help="also print triton's do_bench median of each call (as bench_gemm.py times it)")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     try:
@@ -168,8 +178,8 @@ def main():
             def pre():
                 between()
                 torch_tk.gemm(a_p, b_p)
-        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, pre)
-        report("  torch", lambda: torch.mm(a, b), args.reps, flush, pre)
+        report("  tk", lambda: torch_tk.gemm(a, b), args.reps, flush, pre, args.bench)
+        report("  torch", lambda: torch.mm(a, b), args.reps, flush, pre, args.bench)
     return 0
 
 
