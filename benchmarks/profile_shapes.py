@@ -154,7 +154,8 @@ def main():
                          "PRIME_K columns of A / rows of B (the same kernel when the plan is the same; force it "
                          "with TK_HOPPER_TILE): brings that kernel's code into L2 before the call")
     ap.add_argument("--bench", action="store_true",
-                    help="also print triton's do_bench median of each call (as bench_gemm.py times it)")
+                    help="also print triton's do_bench median of each call (as bench_gemm.py times it: do_bench's own "
+                         "flush only; the --between kernels and --prime-k are not run there)")
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     try:
