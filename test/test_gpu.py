@@ -911,17 +911,23 @@ def test_fused_split_k_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(250, 1300, 9001), (200, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(250, 1300, 9001), (200, 4100, 14400), (232, 4100, 11000), (255, 8199, 14335)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_gemm_split_k_wide(shape, layout, dtype):
-    """Split-K on swapped 128x256 tiles (12 and 4 splits), or, under TK_HOPPER_ONE_WG bit 3
-    (test_one_warpgroup_split_k_in_child_process), re-planned as 128x128 one-warpgroup tiles with
-    fewer splits; tails in M, N and K, addmm terms."""
+    """Split 128x256 plans of 193..256 tokens: swapped 128x256 tiles x 4 splits (200x4100x14400), or,
+    where the partials cost more (plan.h kUnswapOneWave128 = 2), unswapped 128x128 tiles with fewer
+    splits (12 -> 6, 4 -> 2) or none (255x8199x14335: 2 -> unsplit, one warpgroup, ring staging);
+    under TK_HOPPER_ONE_WG bit 3 (test_one_warpgroup_split_k_in_child_process) swapped 128x128
+    one-warpgroup tiles with fewer splits instead; tails in M, N and K, addmm terms."""
     M, N, K = shape
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
-    if (int(os.environ.get("TK_HOPPER_ONE_WG", "17")) & 13) == 13:
-        assert (plan["bn"], plan["wg_rows"]) == (128, 128) and plan["splits"] > 1, plan
-    else:
-        assert plan["bn"] == 256 and plan["splits"] > 1, f"shape no longer splits 128x256 tiles: {plan}"
+    want = {  # (swap_ab, bn, splits, wg_rows): default, TK_HOPPER_ONE_WG=13
+        (250, 1300, 9001): ((False, 128, 6, 64), (True, 128, 6, 128)),
+        (200, 4100, 14400): ((True, 256, 4, 64), (True, 128, 2, 128)),
+        (232, 4100, 11000): ((False, 128, 2, 64), (True, 128, 2, 128)),
+        (255, 8199, 14335): ((False, 128, 1, 128), (False, 128, 1, 128)),
+    }[shape][(int(os.environ.get("TK_HOPPER_ONE_WG", "17")) & 13) == 13]
+    assert (plan["swap_ab"], plan["bn"], plan["splits"], plan["wg_rows"]) == want, f"shape no longer takes this plan: {plan}"
     _check_addmm_case(shape, layout, dtype, False)
 
 
@@ -929,8 +935,8 @@ def test_gemm_split_k_wide(shape, layout, dtype):
 def test_one_warpgroup_split_k_in_child_process():
     """The one-warpgroup (two-strip) 128x128 kernels on split-K plans, and split 128x256 plans
     re-planned as those (TK_HOPPER_ONE_WG=13: bits 0, 2, 3; opt-in)."""
-    out = _pytest_child({"TK_HOPPER_ONE_WG": "13"}, "test_gemm_split_k_128x128 or test_gemm_split_k_wide", timeout=300)
-    assert re.search(r"\b48 passed", out), out[-4000:]
+    out = _pytest_child({"TK_HOPPER_ONE_WG": "13"}, "test_gemm_split_k_128x128 or test_gemm_split_k_wide", timeout=400)
+    assert re.search(r"\b64 passed", out), out[-4000:]
 
 
 @needs_hopper

@@ -189,7 +189,7 @@ def test_hopper_plan_examples():
     assert split(4097, 4097, 2048) == (33, 66)
     assert split(4096, 4096, 4096) == (0, 0) and split(8192, 10240, 8192) == (0, 0)
     assert _C.hopper_plan(4096, 4096, 4096, 132)["sk_tiles"] == 0
-    assert _C.hopper_plan(256, 4096, 14336, 132)["bn"] == 256  # long K: split instead (224 k tiles)
+    assert _C.hopper_plan(256, 4096, 14336, 132, unswap128=1)["bn"] == 256  # long K: split instead (224 k tiles)
     assert _C.hopper_plan(256, 8192, 8192, 132)["bn"] == 128  # 128 tiles; 64 would be 256 tiles
     # 64-row tiles: 128x4096x4096 -> 128 unsplit, unclustered 64x64 tiles instead of 64 swapped
     # 128x64 tiles x 2 K splits (forced CTA pairs: 64 units)
@@ -327,7 +327,7 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     assert p["units"] <= p["grid"] or want[1] == 1
     if want[0] == 128:
         # (the default plan stays wide: 256, or 192 where plan.h's bn192 = 3 rule re-plans it)
-        assert p["wg_rows"] == 128 and _C.hopper_plan(M, N, K, 132)["bn"] in (192, 256)
+        assert p["wg_rows"] == 128 and _C.hopper_plan(M, N, K, 132, unswap128=1)["bn"] in (192, 256)
 
 
 @pytest.mark.parametrize("M,N,K,bn192,want", [
@@ -374,7 +374,7 @@ def test_plan_bn192(M, N, K, bn192, want):
     (320, 4096, 14336, (True, 160, 2, 128)),   # 48 128x256 x 2 -> 64 swapped 128x160 x 2
     (300, 4100, 9000, (True, 160, 2, 132)),
     (330, 4100, 9000, (False, 192, 2, 132)),   # > 320 tokens: 128x192
-    (256, 4096, 14336, (True, 256, 4, 128)),   # 160 would need 2 x 56 k tiles per SM: unchanged
+    (240, 4096, 14336, (True, 256, 4, 128)),   # 160 would need 2 x 56 k tiles per SM: unchanged
 ])
 def test_plan_split_160(M, N, K, want):
     """plan.h bn192 = 3 with odd_widths bit 0: a split 128x256 plan of up to 320 tokens takes
@@ -595,3 +595,36 @@ def test_plan_width224(M, N, K, want):
     assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["grid"] == min(p["units"], 132)
     assert _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=1) == _C.hopper_plan(M, N, K, 132, odd_widths=3, odd_layouts=1)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=7)["bn"] == 128
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: (swap_ab, bn, splits, wg_rows) of the default plan; None: the unswap128=1 plan
+    (256, 4096, 14336, (False, 128, 2, 64)),    # 4 -> 2 splits: 8 MB of partials saved
+    (256, 4096, 11008, (False, 128, 2, 64)),
+    (256, 2048, 14336, (False, 128, 4, 64)),    # 8 -> 4
+    (224, 2048, 14336, (False, 128, 4, 64)),
+    (256, 1024, 14336, (False, 128, 8, 64)),    # 16 -> 8
+    (256, 8192, 14336, (False, 128, 1, 128)),   # 2 -> unsplit: one warpgroup (ring staging)
+    (224, 4096, 14336, None),                   # 7 MB saved, less than 56 k tiles' worth: kept
+    (200, 4096, 14336, None),
+    (256, 4096, 28672, None),                   # 112 k tiles per unit: kept
+    (224, 8192, 14336, None),
+    (256, 3072, 14336, None),                   # 128x128 x 2 splits: 96 units for 120, longer per CTA
+    (256, 5120, 14336, None),
+    (192, 2048, 14336, None),                   # a 128x192 plan (bn192 rule): not this rule's
+    (256, 14336, 4096, None),                   # unsplit
+])
+def test_plan_unswap_split_256(M, N, K, want):
+    """plan.h kUnswapOneWave128 = 2: a split swapped 128x256 plan re-planned as unswapped 128x128
+    tiles with fewer splits (in one wave) when the fp32 partials saved outweigh the longer mainloop
+    per CTA (kUnswapSplitBytesPerKTile256); fp32 outputs keep their plans."""
+    old = _C.hopper_plan(M, N, K, 132, unswap128=1)
+    p = _C.hopper_plan(M, N, K, 132)
+    assert p == _C.hopper_plan(M, N, K, 132, unswap128=2)  # the default
+    if want is None:
+        assert p == old
+        return
+    assert (old["swap_ab"], old["bn"]) == (True, 256) and old["splits"] > p["splits"], old
+    assert (p["swap_ab"], p["bn"], p["splits"], p["wg_rows"]) == want, p
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["units"] <= p["grid"] <= 132 and p["sk_tiles"] == 0
+    assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, unswap128=1)

@@ -121,8 +121,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles, 3 also for split 128 x 256 plans).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 3);
-  // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped (plan.h kUnswapOneWave128).
-  TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 1);
+  // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped; 1: split swapped
+  // 128 x 256 plans too (plan.h kUnswapOneWave128, 2: both re-planned as unswapped 128 x 128).
+  TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 2);
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();

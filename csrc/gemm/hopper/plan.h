@@ -6,7 +6,8 @@
 // benchmarks/NOTES.md):
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side -- except a
-//    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster).
+//    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster),
+//    and a split 128 x 256 one whose partials cost more than unswapped 128 x 128 tiles' mainloop.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing or the
@@ -261,7 +262,20 @@ constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // unswapped): 256x8192x8192 56.9 -> 54.9, 192x8192x8192 55.1 -> 54.1, 160x8192x8192 54.4 -> 52.9,
 // 256x8192x4096 31.7 -> 31.0, 128x14336x4096 40.6 -> 40.3, 200x6144x4096 29.7 -> 29.6
 // (TK_HOPPER_UNSWAP128=0 for the swapped plan).
-constexpr int kUnswapOneWave128 = 1;
+// 2: also a swapped 128 x 256 plan that splits K (193..256 tokens after the bn192 rules) is
+// re-planned as unswapped 128 x 128 tiles with their own, fewer splits (in one wave) when the fp32
+// partials that saves (splits x M x N x 4 B; all of them if the 128 x 128 tiles need no split)
+// cost more than the longer mainloop per CTA. The model, fitted on 9 shapes (H200 2026-12-02f,
+// 3 rounds, NT, dirty L2, us, 128 x 256 -> forced 128 x 128): a 128 x 128 k tile takes 11/20 of a
+// 128 x 256 one (32 KB per 512 tensor cycles against 48 KB per 1024, near the per-SM delivery
+// limit of 2026-11-26), and a 128 x 256 k tile (~0.83 us a unit) costs as much as ~1.4 MB of
+// partials written and read back (~0.6 us per MB). Switched: 256x2048x14336 (8 -> 4 splits) 36.4
+// -> 33.4, 224x2048x14336 35.7 -> 33.1, 256x4096x11008 (4 -> 2) 45.5 -> 44.6, 256x4096x14336 53.3
+// -> 53.1, 256x8192x14336 (2 -> unsplit) 97.9 -> 93.9; kept: 224x4096x14336 52.4 -> 52.8,
+// 200x4096x14336 51.5 -> 52.2, 256x4096x28672 99.5 -> 104.0, 224x8192x14336 96.3 -> 96.3
+// (benchmarks/NOTES.md; TK_HOPPER_UNSWAP128=1 for the old plans).
+constexpr int kUnswapOneWave128 = 2;
+constexpr int64_t kUnswapSplitBytesPerKTile256 = 1400 << 10;  // partial bytes worth one 128 x 256 k tile
 // Ring staging (gemm_layout RING_STAGING_): the one-warpgroup 128 x 128 kernels of unsplit plans
 // with one unit per CTA put the epilogue's staging boxes in the idle stage ring, 7 stages instead
 // of 6, from this many k tiles on (K >= 8192). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
@@ -452,6 +466,18 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // Or swapped 128 x 160 tiles (odd_widths bit 0, for a row-major A: odd_layouts bit 0) up to 320
     // tokens: 320x4096x14336, 64 tiles x 2 splits instead of 66 of 128 x 192 x 2: 72.1 -> 67.1 us.
     if ((odd_widths & 1) && (odd_layouts & 1) && M <= 320) consider(true, 160);
+  }
+  // unswap128 >= 2 (above): a split swapped 128 x 256 plan as unswapped 128 x 128 tiles.
+  if (unswap128 >= 2 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 256 && p.splits > 1) {
+    const int64_t t128 = plan_tiles(M, N, 128, 128);
+    const int s = splits_for(t128);
+    const int64_t saved = int64_t(p.splits - (s > 1 ? s : 0)) * M * N * 4;
+    // Extra mainloop per CTA, in 1/20 of a 128 x 256 k tile (a 128 x 128 k tile is 11 of them).
+    const int64_t extra20 = 11 * int64_t((k_tiles + s - 1) / s) - 20 * int64_t((k_tiles + p.splits - 1) / p.splits);
+    if (s < p.splits && t128 * s <= num_sms && 20 * saved > extra20 * kUnswapSplitBytesPerKTile256) {
+      p.swap_ab = false, p.bn = 128, p.splits = s;
+      rows = M, cols = N;
+    }
   }
   // unswap128 (above): same tiles, token tile as A.
   if (unswap128 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 128 && p.splits == 1 &&
