@@ -201,7 +201,7 @@ PYBIND11_MODULE(_C, m) {
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h); `tile` = (swap_ab, bm, bn, splits, cluster) forces a tile "
       "(plan.h TileChoice, the TK_HOPPER_TILE knob); `out_tma` (default: a contiguous 16-bit output, N % 8 == 0) whether the "
       "output rows can be TMA-stored; `split_sectors` (bit 0 A, bit 1 B; default: F.linear's layout, both pitches 2K bytes "
-      "when 16-B aligned) which operands' line pitches split 32-B sectors (plan.h kMid64Pairs, kSplitSectorClusters).");
+      "when 16-B aligned) which operands' line pitches split 32-B sectors (plan_rules.h kMid64Pairs, kSplitSectorClusters).");
   m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit
   m.def(
       "hopper_skinny_plan",

@@ -90,7 +90,7 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   TK_HOPPER_TILE=0:128:224:1:1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(tile=128x224)=rc$rc"
-  # swapped 128x72 tiles forced wherever valid (plan.h kTokenWidths: a last round of 8 columns; tails)
+  # swapped 128x72 tiles forced wherever valid (plan_rules.h kTokenWidths: a last round of 8 columns; tails)
   TK_HOPPER_TILE=1:128:72:1:1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(tile=swapped 128x72)=rc$rc"
@@ -99,7 +99,7 @@ if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials an
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(one_wg=1)=rc$rc"
   # 2-CTA clusters multicasting B with a 16-row-tile band on every 128x256 plan of a wave or more
-  # (by default only long-running plans, too big for memcheck: plan.h kLongRunWork)
+  # (by default only long-running plans, too big for memcheck: plan_rules.h kLongRunWork)
   TK_HOPPER_CLUSTER=2 TK_HOPPER_GROUP_M=16 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(cluster=2,group_m=16)=rc$rc"

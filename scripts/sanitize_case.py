@@ -7,14 +7,14 @@ tiles, split-K 4 (+ the reduction kernel); 300x100x64 -> 128x128 tiles; 1100x400
 144 units on <= 132 CTAs: the dynamic schedule (with TK_HOPPER_CLUSTER=2: 2-CTA multicast
 clusters, the last one with a CTA past the end; with TK_HOPPER_STREAMK=1: all 144 tiles in the
 stream-K tail, cross-CTA partials and flags); 1100x4200x1000 -> 153 128x256 tiles of 16 k tiles
-(with TK_HOPPER_STREAMK=1 or 3, plan.h kStreamKTail: all of them dealt by k iteration);
+(with TK_HOPPER_STREAMK=1 or 3, plan_rules.h kStreamKTail: all of them dealt by k iteration);
 5x1100x1001 (and, full set, 3x1057x64) with a row-major A and a transposed B -> the skinny
 mma.sync kernel (tn = 1, partial K chunk, partial last CTA);
 330x4000x136 -> 96 128x128 tiles run by one consumer warpgroup each (two 64-row strips; fp32
 output: 300x257x100, 60x1032x100, 14x8200x130; TK_HOPPER_ONE_WG=0, the second run, turns them
 back into two-warpgroup tiles); 190x20000x520 -> swapped 128x192 tiles, 157 units, 3 epilogue
 rounds per unit (TK_HOPPER_BN192=0, the second run: 128x256 tiles); 300x4000x136 -> swapped
-128x80 tiles sized to the tokens (plan.h kTokenWidths), a 16-column last epilogue round; 136x8200x136 -> swapped
+128x80 tiles sized to the tokens (plan_rules.h kTokenWidths), a 16-column last epilogue round; 136x8200x136 -> swapped
 64x144 tiles (one token tile, plan.h kTokenRows64Width); 136x6150x136 -> swapped 128x72 tiles on two warpgroups (two token tiles); 300x8200x520 -> swapped 128x160
 tiles for a row-major A (a 32-column last epilogue round through its own TMA box; a token tail);
 360x6150x520 -> unswapped 128x144 tiles (odd output pitch: every round copied out by rows, the
@@ -29,7 +29,7 @@ transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one 
 -> the skinny kernel's 32-row CTAs of 16 warps (9..16 tokens, tn = 2, partial CTA, odd K re-pitched)
 and 14x8200x130 -> swapped 128x64 tiles (under TK_HOPPER_SKINNY_ROWS16=32, gpu_check.sh's second
 memcheck run: both in 32-row CTAs of 8 warps); full set, 512x1001x1000 -> 64 64x128 tiles with
-an output whose rows are not 16-B aligned (row-pass copy-out, plan.h kMid64UnalignedRows: from 16 k tiles). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
+an output whose rows are not 16-B aligned (row-pass copy-out, plan_rules.h kMid64UnalignedRows: from 16 k tiles). fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
 import torch

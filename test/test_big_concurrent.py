@@ -148,7 +148,7 @@ def test_dynamic_schedule_ticket_counter_reused():
     capture zeroes a counter of its own)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ops, clusters = [], set()
-    # (K = 1000: a 2000-B pitch, so 2-CTA clusters too, plan.h kSplitSectorClusters; 528: none)
+    # (K = 1000: a 2000-B pitch, so 2-CTA clusters too, plan_rules.h kSplitSectorClusters; 528: none)
     for M, N, K in [(2049, 2055, 1000), (4097, 1100, 528), (4096, 8192, 8192)]:
         plan = torch_tk._C.hopper_plan(M, N, K, sms, True)
         assert plan["dynamic"], "shape no longer exercises the dynamic schedule"

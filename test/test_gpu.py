@@ -642,7 +642,7 @@ def test_gemm_short_k_many_units(shape, layout, dtype):
     M, N, K = shape
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     plan = torch_tk._C.hopper_plan(M, N, K, sms, True)
-    # (1500x5000x1000: 2-CTA clusters, plan.h kSplitSectorClusters; units are per cluster)
+    # (1500x5000x1000: 2-CTA clusters, plan_rules.h kSplitSectorClusters; units are per cluster)
     assert plan["units"] > plan["grid"] // plan["cluster"] and plan["splits"] == 1, \
         f"shape no longer gives several units per CTA: {plan}"
     _check_addmm_case(shape, layout, dtype, False)
@@ -669,7 +669,7 @@ def test_addmm_alpha_without_c(shape, dtype):
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 def test_gemm_long_run_cluster(layout, dtype):
-    """A long-running plan (plan.h kLongRunWork: 561 tiles x 257 k tiles) takes 2-CTA clusters
+    """A long-running plan (plan_rules.h kLongRunWork: 561 tiles x 257 k tiles) takes 2-CTA clusters
     multicasting the B tile and a 16-row-tile raster band by default: 33 row tiles, so the last
     pair's second CTA lies past M; tails in N and K; the addmm terms ride along."""
     shape = (4100, 4100, 16390)
@@ -748,7 +748,7 @@ def test_gemm_bm64(shape, layout, dtype):
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", [(1000, 1000, 1000), (900, 1000, 2040)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_mid64_pairs(shape, layout, dtype):
-    """One wave of 64x128 tiles in 2-CTA clusters multicasting the B tile (plan.h kMid64Pairs), the
+    """One wave of 64x128 tiles in 2-CTA clusters multicasting the B tile (plan_rules.h kMid64Pairs), the
     plan for a B whose line pitch splits 32-B sectors (2000 / 4080 B in F.linear's layout; the
     other layouts get their own plans, checked all the same): N and K tails, and an M tail whose
     last pair's second CTA lies past M (900 rows: 15 row tiles in 8 pairs), addmm terms."""
@@ -765,7 +765,7 @@ def test_gemm_mid64_pairs(shape, layout, dtype):
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 def test_gemm_sector_clusters(layout, dtype):
     """128x256 plans of a wave or more in 2-CTA clusters for a B pitch that splits 32-B sectors
-    (plan.h kSplitSectorClusters; 2000 B in F.linear's layout): 2200x4000x1000, 144 cluster units
+    (plan_rules.h kSplitSectorClusters; 2000 B in F.linear's layout): 2200x4000x1000, 144 cluster units
     on the dynamic schedule, M / N / K tails (the last row-tile pair half past M)."""
     M, N, K = 2200, 4000, 1000
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
@@ -801,8 +801,8 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
                          ids=["200x8200x520", "130x8200x999-fp32out", "330x4000x1000", "500x4000x130-fp32out",
                               "200x8192x8192", "200x8199x8191"])
 def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
-    """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan.h kOneWarpgroupWidths,
-    gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan.h kUnswapOneWave128) and swapped
+    """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan_rules.h kOneWarpgroupWidths,
+    gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan_rules.h kUnswapOneWave128) and swapped
     (fp32 output; 16-bit too under TK_HOPPER_UNSWAP128=0, test_unswap128_off_in_child_process),
     token and weight tails, odd K, 16-bit output through the TMA-store epilogue (one staging area
     per strip) and fp32 output from registers, addmm terms, 4 layouts. From K = 8192 (plan.h
@@ -915,7 +915,7 @@ def test_fused_split_k_in_child_process():
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_split_k_wide(shape, layout, dtype):
     """Split 128x256 plans of 193..256 tokens: swapped 128x256 tiles x 4 splits (200x4100x14400), or,
-    where the partials cost more (plan.h kUnswapOneWave128 = 2), unswapped 128x128 tiles with fewer
+    where the partials cost more (plan_rules.h kUnswapOneWave128 = 2), unswapped 128x128 tiles with fewer
     splits (12 -> 6, 4 -> 2) or none (255x8199x14335: 2 -> unsplit, one warpgroup, ring staging);
     under TK_HOPPER_ONE_WG bit 3 (test_one_warpgroup_split_k_in_child_process) swapped 128x128
     one-warpgroup tiles with fewer splits instead; tails in M, N and K, addmm terms."""
@@ -956,7 +956,7 @@ def test_partial_register_stores_in_child_process():
                                    (330, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
-    """128x192 tiles (plan.h kWidth192, default TK_HOPPER_BN192=3): swapped
+    """128x192 tiles (plan_rules.h kWidth192, default TK_HOPPER_BN192=3): swapped
     190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
     epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 130
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
@@ -983,7 +983,7 @@ def _odd_width_bits():
 @pytest.mark.parametrize("shape", [(320, 8200, 520), (300, 8200, 999), (150, 20000, 256), (150, 16000, 4100),
                                    (320, 8201, 520), (300, 4100, 9000)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn160(shape, layout, dtype):
-    """128x160 tiles (plan.h kOddWidths bit 0, swap-AB with a row-major A; a column-major A gets
+    """128x160 tiles (plan_rules.h kOddWidths bit 0, swap-AB with a row-major A; a column-major A gets
     another plan): the tokens on wgmma's n side in 160-wide tiles whose last epilogue round is 32 columns
     (its own transposed TMA box): two full token tiles (320), a token tail (300: the second tile's
     Y box holds 140 rows), 157 units on <= 132 CTAs (a CTA's second unit reuses the 3 staging
@@ -1006,7 +1006,7 @@ def test_gemm_bn160(shape, layout, dtype):
 @pytest.mark.parametrize("shape", [(384, 6144, 520), (360, 6150, 520), (380, 6144, 4100)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn144(shape, layout, dtype):
-    """Unswapped 128x144 tiles (plan.h kOddWidths bit 1, for a column-major B; other layouts get
+    """Unswapped 128x144 tiles (plan_rules.h kOddWidths bit 1, for a column-major B; other layouts get
     other plans, checked all the same): the narrow last epilogue round (16 columns) copied out by
     rows after two TMA-stored rounds (6144: 16-B output pitch) or every round copied out (6150:
     odd pitch, a 102-column last tile), an M tail (360, 380) and a K tail (4100). Plain GEMM and
@@ -1060,7 +1060,7 @@ def test_bn144_forced_in_child_process():
     assert re.search(r"\b16 passed", out), out[-4000:]
 
 
-_TOKEN_WIDTH_SHAPES = {  # shape -> the token width plan.h kTokenWidths gives it (odd_widths bit 3)
+_TOKEN_WIDTH_SHAPES = {  # shape -> the token width plan_rules.h kTokenWidths gives it (odd_widths bit 3)
     (129, 6144, 777): 72, (288, 4096, 1000): 72, (136, 6150, 4100): 72, (270, 4100, 300): 72,
     (320, 4100, 999): 80, (300, 4096, 4100): 80, (290, 4000, 520): 80,
 }
@@ -1071,7 +1071,7 @@ _TOKEN_WIDTH_SHAPES = {  # shape -> the token width plan.h kTokenWidths gives it
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", list(_TOKEN_WIDTH_SHAPES), ids=lambda s: "x".join(map(str, s)))
 def test_gemm_token_widths(shape, layout, dtype):
-    """Swapped 128 x w tiles sized to the token count (plan.h kTokenWidths, TK_HOPPER_ODD_WIDTHS bit 3,
+    """Swapped 128 x w tiles sized to the token count (plan_rules.h kTokenWidths, TK_HOPPER_ODD_WIDTHS bit 3,
     default on): both built widths, 72 and 80 (a last epilogue round of 8 / 16 columns through its
     own transposed TMA box), token tails (129, 136, 270, 290, 300: the last token tile's Y box holds
     fewer rows), weight tails (4100, 6150, 8200), K tails, odd output pitches; other layouts than a
@@ -1146,7 +1146,7 @@ _FORCED_BM64_PAIRS = "0:64:64:1:2"
 
 @_forced_tile_params([(150, 2100, 1000), (128, 4096, 40), (130, 2100, 130)])
 def test_gemm_bm64_pairs_forced(shape, layout, dtype):
-    """Unswapped 64x64 tiles in 2-CTA clusters multicasting the weight tile (plan.h kBm64RowPairs,
+    """Unswapped 64x64 tiles in 2-CTA clusters multicasting the weight tile (plan_rules.h kBm64RowPairs,
     off by default since 2026-11-28e; forced by TK_HOPPER_TILE, test_bm64_pairs_in_child_process
     runs this under it): an odd number of row tiles (150: the last pair's second CTA lies past M),
     one k tile (K = 40) and three (the 64x64 kernels load two k tiles per stage, so an odd count
@@ -1167,7 +1167,7 @@ _FORCED_224 = "0:128:224:1:1"
 
 @_forced_tile_params([(256, 14336, 4096), (200, 14330, 1000), (500, 8200, 520), (130, 2000, 72)])
 def test_gemm_bn224_forced(shape, layout, dtype):
-    """Unswapped 128x224 tiles (plan.h kOddWidths bit 2) forced by TK_HOPPER_TILE (test_bn224_in_child_process
+    """Unswapped 128x224 tiles (plan_rules.h kOddWidths bit 2) forced by TK_HOPPER_TILE (test_bn224_in_child_process
     runs this under it; other layouts than a column-major B get other plans, checked all the same):
     one wave of 128 tiles (256x14336x4096, the shape the width is for), 4 epilogue rounds with a
     32-column last one copied out by rows; an odd output pitch and an M tail (200x14330: the last

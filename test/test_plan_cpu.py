@@ -37,7 +37,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         assert un == {**p, "swap_ab": False}
     else:
         assert un == p
-    # 192-wide tiles (plan.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
+    # 192-wide tiles (plan_rules.h kWidth192, the default 2) replace 256-wide ones only: 16-bit outputs,
     # 128-row, unclustered, the 256-wide plan's splits or none
     w = base(2, bn192=2)
     if w["bn"] == 192:
@@ -70,7 +70,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
     assert p["grid"] == p["cluster"] * min(p["units"], sms // p["cluster"])
     assert p["grid"] <= sms and p["grid"] % p["cluster"] == 0
     assert base(1)["cluster"] == 1
-    # long-running plans (plan.h kLongRunWork = 131072 tile k-tiles): raster band 16, and by
+    # long-running plans (plan_rules.h kLongRunWork = 131072 tile k-tiles): raster band 16, and by
     # default (max_cluster 0) 2-CTA clusters; every other plan as with clusters off
     long_run = (p["bm"], p["bn"], p["splits"]) == (128, 256, 1) and tiles >= sms and tiles * k_tiles >= 131072
     assert p["group_m"] == base(1)["group_m"] == (16 if long_run else 8)
@@ -106,7 +106,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
             want = (0, 0)
         assert (q["sk_tiles"], q["sk_parts"]) == want
         assert {**q, "sk_tiles": 0, "sk_parts": 0} == q0
-    # 64-row tiles (default): rule 1, 65..256 tokens unswapped (unclustered: plan.h kBm64RowPairs
+    # 64-row tiles (default): rule 1, 65..256 tokens unswapped (unclustered: plan_rules.h kBm64RowPairs
     # = 0), at most 128 wide, filling at least half the SMs unsplit; rule 2, swapped plans that
     # the 128-row tiles split, when 64-row tiles at most 128 wide need no split
     b = _C.hopper_plan(M, N, K, sms, all_widths, 2, stream_k_fill=0, bn192=0, unswap128=0, odd_widths=0, stream_k=0, mid64=0)
@@ -164,7 +164,7 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split;
-    # mid64=3: without plan.h kMid64UnalignedRows, which makes them 64x128)
+    # mid64=3: without plan_rules.h kMid64UnalignedRows, which makes them 64x128)
     assert _C.hopper_plan(1000, 1001, 999, 132, mid64=3) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
@@ -210,7 +210,7 @@ def test_hopper_plan_examples():
 
 
 def test_plan_mid64_examples():
-    """plan.h kMid64: unswapped 128x64 plans (the narrowing's end for ~1k problems) run as unsplit
+    """plan_rules.h kMid64: unswapped 128x64 plans (the narrowing's end for ~1k problems) run as unsplit
     64x128 tiles when those fit one wave and the output is TMA-stored or (kMid64UnalignedRows, a
     16-bit output with rows that are not 16-B aligned) copied out by granules."""
     tile = lambda q: (q["swap_ab"], q["bm"], q["bn"], q["splits"], q["cluster"], q["units"])  # noqa: E731
@@ -300,7 +300,7 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     (1000, 1001, 999, True, 64),    # 128x64 tiles
 ])
 def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
-    """plan.h kOneWarpgroupWidths: one consumer warpgroup (two 64-row strips) on 128x128 tiles when
+    """plan_rules.h kOneWarpgroupWidths: one consumer warpgroup (two 64-row strips) on 128x128 tiles when
     every CTA runs one unit, unclustered and unsplit; one_wg=0 (TK_HOPPER_ONE_WG=0) never."""
     p = _C.hopper_plan(M, N, K, 132, all_widths)
     assert p["wg_rows"] == want, p
@@ -351,7 +351,7 @@ def test_plan_split_wide_as_128x128(M, N, K, want):
     (4097, 4097, 4097, 3, None),               # 5 waves of 256 -> 6 of 192: exactly 10% less, kept
 ])
 def test_plan_bn192(M, N, K, bn192, want):
-    """plan.h kWidth192 (TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1), and for
+    """plan_rules.h kWidth192 (TK_HOPPER_BN192): 128x192 tiles for 129..192 kernel columns (1), and for
     part-filled single waves of unsplit 128x256 tiles when waves x width drops by >= 10% (2); 3 (the
     default): also unsplit plans of any number of waves, and split plans by waves x width x k tiles
     per unit; 192-wide tiles narrow to 128 (not 96) below one wave; 0: never 192-wide."""
@@ -453,7 +453,7 @@ def test_plan_forced_wg128_pair():
     (200, 4096, 4096, None, None),     # 64-row pairs: unchanged
 ])
 def test_plan_odd_widths(M, N, K, want1, want3):
-    """plan.h kOddWidths (TK_HOPPER_ODD_WIDTHS): for mid-M problems an unsplit 128-row plan takes
+    """plan_rules.h kOddWidths (TK_HOPPER_ODD_WIDTHS): for mid-M problems an unsplit 128-row plan takes
     the 144/160-wide candidate of least waves x width when that is >= 10% less (bit 0: swapped
     160; bit 1: unswapped 144 in place of an unswapped plan, in as many waves); an orientation
     only where its Y is K-major (odd_layouts); fp32 outputs keep 128-wide tiles."""
@@ -497,7 +497,7 @@ def test_plan_odd_widths(M, N, K, want1, want3):
     (300, 4000, 136, (True, 80, 128)),      # short K too
 ])
 def test_plan_token_widths(M, N, K, want):
-    """plan.h kTokenWidths (odd_widths bit 3, default on): for 129..320 tokens an unsplit plan of at
+    """plan_rules.h kTokenWidths (odd_widths bit 3, default on): for 129..320 tokens an unsplit plan of at
     most one wave takes swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when
     that gives no fewer tiles, at least half a wave, and >= 5% less 128 + w than the plan's bm + bn;
     a row-major A only (odd_layouts bit 0); fp32 outputs keep 128-wide tiles."""
@@ -511,14 +511,14 @@ def test_plan_token_widths(M, N, K, want):
     assert (p["swap_ab"], p["bn"], p["units"]) == want, p
     assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["sk_tiles"] == 0
     # one consumer warpgroup (one_wg bit 4, default) where >= 3 token tiles share each weight tile
-    # (plan.h kTokenWidthOneWgMinTiles), two otherwise
+    # (plan_rules.h kTokenWidthOneWgMinTiles), two otherwise
     assert p["wg_rows"] == (128 if -(-M // p["bn"]) >= 3 else 64), p
     assert p["units"] <= 132 and p["grid"] == p["units"]
     # the plan it replaces fits one wave and streams >= 5% more bytes per CTA
     assert base["units"] <= 132 and 20 * (128 + p["bn"]) <= 19 * (base["bm"] + base["bn"])
     # no narrower built width fits one wave
     assert p["bn"] == 80 or -(-N // 128) * -(-M // 72) <= 132  # 72 wherever it fits one wave
-    assert p["bn"] == 72 or M >= 257  # 80 from 257 tokens (plan.h kTokenWidth80MinM)
+    assert p["bn"] == 72 or M >= 257  # 80 from 257 tokens (plan_rules.h kTokenWidth80MinM)
     assert 2 * p["units"] >= 132 and p["units"] >= base["units"]
     assert _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=7, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False, odd_widths=15)["bn"] == 128
@@ -578,11 +578,11 @@ def test_plan_token_rows64(M, N, K, want):
     (256, 28672, 4096, (False, 224, 256)),   # 224 swapped 128x256 tiles -> 256 of 128x224, 2 waves each
     (512, 14336, 4096, (False, 224, 256)),   # 224 -> 256 tiles, 2 waves
     (512, 28672, 4096, (False, 224, 512)),   # 448 -> 512 tiles, 4 waves
-    (512, 28672, 32768, None),               # long-running (plan.h kLongRunWork): keeps its 2-CTA clusters
+    (512, 28672, 32768, None),               # long-running (plan_rules.h kLongRunWork): keeps its 2-CTA clusters
     (600, 14336, 4096, None),                # > 512 tokens
 ])
 def test_plan_width224(M, N, K, want):
-    """plan.h kOddWidths bit 2: up to 512 tokens, an unsplit 128 x 256 plan that is not long-running
+    """plan_rules.h kOddWidths bit 2: up to 512 tokens, an unsplit 128 x 256 plan that is not long-running
     re-planned as unswapped 128 x 224 tiles when waves x width is >= 10% less (B column-major only:
     odd_layouts bit 1)."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=3)
@@ -615,7 +615,7 @@ def test_plan_width224(M, N, K, want):
     (256, 14336, 4096, None),                   # unsplit
 ])
 def test_plan_unswap_split_256(M, N, K, want):
-    """plan.h kUnswapOneWave128 = 2: a split swapped 128x256 plan re-planned as unswapped 128x128
+    """plan_rules.h kUnswapOneWave128 = 2: a split swapped 128x256 plan re-planned as unswapped 128x128
     tiles with fewer splits (in one wave) when the fp32 partials saved outweigh the longer mainloop
     per CTA (kUnswapSplitBytesPerKTile256); fp32 outputs keep their plans."""
     old = _C.hopper_plan(M, N, K, 132, unswap128=1)

@@ -23,7 +23,7 @@ def _hopper():
 
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
 # The stream-K tails apply to unclustered plans only: the K = 520 / 1000 shapes (pitches that
-# split 32-B sectors) would otherwise cluster (plan.h kSplitSectorClusters).
+# split 32-B sectors) would otherwise cluster (plan_rules.h kSplitSectorClusters).
 @pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0",
                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0"}),
                                        ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0",

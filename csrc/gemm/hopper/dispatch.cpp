@@ -83,12 +83,12 @@ std::optional<hopper::TileChoice> tile_knob() {
 
 // plan_gemm (plan.h) under the environment knobs, read once (for A/B measurements; docs/knobs.md).
 // a_mn / b_mn: A column-major / B row-major (MN-contiguous); the odd-width tiles need a K-major Y
-// (A^T swapped, B unswapped), so each orientation only where its Y is (plan.h kOddWidths).
-// out_tma: the output's rows can be TMA-stored (16-B aligned pitch and address; plan.h kMid64).
+// (A^T swapped, B unswapped), so each orientation only where its Y is (plan_rules.h kOddWidths).
+// out_tma: the output's rows can be TMA-stored (16-B aligned pitch and address; plan_rules.h kMid64).
 hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn = false, bool b_mn = false,
                            bool out_tma = true, int split_sectors = 0) {
   // TK_HOPPER_CLUSTER: unset, 2-CTA multicast clusters for long-running 128 x 256 plans only
-  // (plan.h kLongRunWork); 1 none; 2 for every 128 x 256 plan of at least one wave.
+  // (plan_rules.h kLongRunWork); 1 none; 2 for every 128 x 256 plan of at least one wave.
   TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 0, 1, 2);
   // TK_HOPPER_GROUP_M: raster band height in row tiles; unset, the plan's (8, or 16 for
   // long-running plans).
@@ -96,7 +96,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
-  // TK_HOPPER_STREAMK=0..3: the stream-K tail (plan.h kStreamKTail; default 0, none): 1 over all
+  // TK_HOPPER_STREAMK=0..3: the stream-K tail (plan_rules.h kStreamKTail; default 0, none): 1 over all
   // CTAs wherever the last wave idles >= 1% of the run, 2 the aligned split of a part-filled last
   // wave, 3 mode 1 where the last wave idles >= 10% of the run and K is 16..65 k tiles.
   TK_KNOB int stream_k = env_int("TK_HOPPER_STREAMK", hopper::kStreamKTail, 0, 3);
@@ -114,29 +114,29 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_SK_FILL=0|1|2: stream-K over all SMs when 128 x 256 tiles are fewer (plan.h).
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
   // TK_HOPPER_ONE_WG=0..63: the one-unit-per-CTA 128-row tiles that run on one consumer
-  // warpgroup (plan.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
+  // warpgroup (plan_rules.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
   // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits; bit 4 the 72/80-wide token
   // widths shared by >= 3 token tiles, bit 5 with bit 4: at any token-tile count); 0: none.
   TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 63);
-  // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan.h kWidth192: 1 for 129..192 kernel columns, 2 also
+  // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan_rules.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles, 3 also for split 128 x 256 plans).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 3);
   // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped; 1: split swapped
-  // 128 x 256 plans too (plan.h kUnswapOneWave128, 2: both re-planned as unswapped 128 x 128).
+  // 128 x 256 plans too (plan_rules.h kUnswapOneWave128, 2: both re-planned as unswapped 128 x 128).
   TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 2);
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_ODD_WIDTHS=0..31: tiles 144, 160 or 224 wide (plan.h kOddWidths, a mask; bit 0 swapped
+  // TK_HOPPER_ODD_WIDTHS=0..31: tiles 144, 160 or 224 wide (plan_rules.h kOddWidths, a mask; bit 0 swapped
   // 160, bit 1 unswapped 144, bit 2 unswapped 224), bit 3 swapped tiles sized to the token count
-  // (plan.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM).
+  // (plan_rules.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM).
   TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 31);
-  // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan.h kMid64: one-wave 64 x 128);
+  // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan_rules.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).
-  // Bit 2: also for outputs whose rows are not 16-B aligned (plan.h kMid64UnalignedRows); 3: not them.
+  // Bit 2: also for outputs whose rows are not 16-B aligned (plan_rules.h kMid64UnalignedRows); 3: not them.
   TK_KNOB int mid64 = env_int("TK_HOPPER_MID64", hopper::kMid64, 0, 7);
   // TK_HOPPER_SECTOR_CLUSTERS=0: 128 x 256 plans do not cluster for a Y pitch that splits 32-B
-  // sectors (plan.h kSplitSectorClusters).
+  // sectors (plan_rules.h kSplitSectorClusters).
   TK_KNOB int sector_clusters = env_int("TK_HOPPER_SECTOR_CLUSTERS", hopper::kSplitSectorClusters, 0, 1);
   return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
                            dynamic != 0, stream_k, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
@@ -217,7 +217,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
     return true;
   }
   // TK_HOPPER_EVICT_FIRST=0..3: operands under an L2 evict_first policy (1 A, 2 B, 3 both)
-  // instead of the plan's (plan.h kEvictFirstMaxM).
+  // instead of the plan's (plan_rules.h kEvictFirstMaxM).
   TK_KNOB int evict_first = env_int("TK_HOPPER_EVICT_FIRST", -1, 0, 3);
   g.evict_first = evict_first >= 0 ? evict_first : g.plan.evict_first;
   TK_KNOB hopper::StoreVariant store = store_knob();

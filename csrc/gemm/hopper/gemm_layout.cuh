@@ -59,7 +59,7 @@ struct gemm_layout {
 #define TK_BM128_KT 1
 #endif
   // TK_NARROW_KT (build define, A/B): k tiles per stage of the 72- and 80-wide token-width
-  // kernels (plan.h kTokenWidths), whose k tile is 288-320 tensor cycles: 2 makes one full/empty
+  // kernels (plan_rules.h kTokenWidths), whose k tile is 288-320 tensor cycles: 2 makes one full/empty
   // round trip per two k tiles, as the 64 x 64 kernels take. H200 2026-12-01d (one warpgroup, the
   // default form there; 2 rounds, dirty L2, us, 1 -> 2): 288x4096x4096 26.9 -> 28.7, 320x4096x4096
   // 27.0 -> 29.2, 300x4096x8192 44.5 -> 48.8, 288x4096x8192 44.5 -> 47.9: stays 1.

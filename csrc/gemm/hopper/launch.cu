@@ -7,8 +7,8 @@ namespace tk::hopper {
 
 namespace {
 // Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
-// with 256 columns: measured slower), the odd widths 160, 224 (plan.h kOddWidths) and the
-// token widths 72, 80 (plan.h kTokenWidths); 144 for both (64 rows: plan.h kTokenRows64Width).
+// with 256 columns: measured slower), the odd widths 160, 224 (plan_rules.h kOddWidths) and the
+// token widths 72, 80 (plan_rules.h kTokenWidths); 144 for both (64 rows: plan.h kTokenRows64Width).
 template <typename T, typename OutT, int BN, int BM>
 const char* rows128_only(const GemmArgs& g, void* s) {
   if constexpr (BM == 64) return "64-row tiles are built 64, 128 or 144 columns wide";

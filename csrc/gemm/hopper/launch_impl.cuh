@@ -337,7 +337,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no such clustered kernel";
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else if constexpr (BN % 64 != 0) {
-    // 144, 160, 224 wide (plan.h kOddWidths) and 72, 80 (kTokenWidths): unclustered, two
+    // 144, 160, 224 wide (plan_rules.h kOddWidths) and 72, 80 (kTokenWidths): unclustered, two
     // warpgroups, K-major Y.
     if constexpr (YMn) {
       return "tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB, else B "
@@ -367,7 +367,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     }
 #endif
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
-    if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan.h kOneWarpgroupWidths)
+    if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan_rules.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
         // Staging in the stage ring, 7 stages (gemm_layout), by plan.h ring_staging;
         // TK_HOPPER_RING_STAGING=0|1 (A/B, read once): never / at every K.

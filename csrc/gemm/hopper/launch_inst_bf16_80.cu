@@ -1,3 +1,3 @@
-// Kernel family (__nv_bfloat16 -> __nv_bfloat16, 128 x 80 tiles, K-major Y only; plan.h kTokenWidths); one family per file for parallel builds.
+// Kernel family (__nv_bfloat16 -> __nv_bfloat16, 128 x 80 tiles, K-major Y only; plan_rules.h kTokenWidths); one family per file for parallel builds.
 #include "launch_impl.cuh"
 TK_HOPPER_FAMILY(__nv_bfloat16, __nv_bfloat16, 80, 128)
