@@ -175,7 +175,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   // Waves of `t` units on the grid (the re-plans below compare waves x width).
   auto waves = [&](int64_t t) { return (t + num_sms - 1) / num_sms; };
-  // bn192 = 2 (above): waves x tile width, the 256-wide plan kept unless 10% dearer; 3: in any
+  // bn192 = 2 (plan_rules.h): waves x tile width, the 256-wide plan kept unless 10% dearer; 3: in any
   // number of waves up to M = 1024 (measured at 384 and 640 tokens: 384x14336x4096, 168 tiles of
   // 128 x 256 in 2 waves -> 225 of 128 x 192, 95 -> 79 us; not yet past that).
   if (bn192 >= 2 && all_widths && p.bm == 128 && p.bn == 256 && p.splits == 1 &&
@@ -187,7 +187,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       if (cost < best) best = cost, p.swap_ab = swap_192, rows = r, cols = c, p.bn = 192;
     }
   }
-  // bn192 = 3 (above): a split 128 x 256 plan (fewer tiles than SMs, K past the narrowing
+  // bn192 = 3 (plan_rules.h): a split 128 x 256 plan (fewer tiles than SMs, K past the narrowing
   // bound) re-planned as 128 x 192 tiles with their own splits, in whichever orientation needs
   // >= 10% less waves x width x k tiles per unit (384x4096x14336: 48 tiles x 2 splits -> 66 x 2,
   // a quarter less work per SM: 86.8 -> 74.4 us, H200).
@@ -209,7 +209,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // tokens: 320x4096x14336, 64 tiles x 2 splits instead of 66 of 128 x 192 x 2: 72.1 -> 67.1 us.
     if ((odd_widths & 1) && (odd_layouts & 1) && M <= 320) consider(true, 160);
   }
-  // unswap128 >= 2 (above): a split swapped 128 x 256 plan as unswapped 128 x 128 tiles.
+  // unswap128 >= 2 (plan_rules.h): a split swapped 128 x 256 plan as unswapped 128 x 128 tiles.
   if (unswap128 >= 2 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 256 && p.splits > 1) {
     const int64_t t128 = plan_tiles(M, N, 128, 128);
     const int s = splits_for(t128);
@@ -221,13 +221,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = M, cols = N;
     }
   }
-  // unswap128 (above): same tiles, token tile as A.
+  // unswap128 (plan_rules.h): same tiles, token tile as A.
   if (unswap128 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 128 && p.splits == 1 &&
       plan_tiles(rows, cols, 128, 128) <= num_sms) {
     p.swap_ab = false;
     rows = M, cols = N;
   }
-  // odd_widths (above): the least waves x width among the candidates, if >= 10% below the plan's.
+  // odd_widths (plan_rules.h): the least waves x width among the candidates, if >= 10% below the plan's.
   if (odd_widths && all_widths && M <= 512 && p.bm == 128 && p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
     bool best_swap = p.swap_ab;
@@ -254,7 +254,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;
     }
   }
-  // odd_widths bit 3 (kTokenWidths above): swapped tiles sized to the token count.
+  // odd_widths bit 3 (plan_rules.h kTokenWidths): swapped tiles sized to the token count.
   const int64_t tiles0 = plan_tiles(rows, cols, p.bm, p.bn);
   if ((odd_widths & 8) && all_widths && (odd_layouts & 1) && M >= kTokenWidthsMinM && M <= kTokenWidthsMaxM &&
       p.splits == 1 && tiles0 <= num_sms) {
@@ -269,7 +269,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = N, cols = M;
     }
   }
-  // odd_widths bit 4 (kTokenRows64 above): one 64 x 144 swapped tile per 64 weight rows.
+  // odd_widths bit 4 (plan_rules.h kTokenRows64MinM): one 64 x 144 swapped tile per 64 weight rows.
   if ((odd_widths & 16) && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM && M <= kTokenRows64Width &&
       p.splits == 1 && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
     const int64_t t = plan_tiles(N, M, 64, kTokenRows64Width);
@@ -278,7 +278,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       rows = N, cols = M;
     }
   }
-  // mid64 (above); out_tma: the output's rows can be TMA-stored (16-bit, 16-B aligned pitch).
+  // mid64 (plan_rules.h); out_tma: the output's rows can be TMA-stored (16-bit, 16-B aligned pitch).
   // A split 128 x 64 plan only where the 64 x 128 tiles fill 3/8 of the SMs unsplit (as 64-row rule
   // 2; 512x1024x1024, 2 splits -> 64 tiles: 12.3 -> 9.3 us), not e.g. 300x200x3000 (12 tiles x
   // 11 splits -> 10 tiles).
