@@ -932,6 +932,29 @@ def test_gemm_split_k_wide(shape, layout, dtype):
 
 
 @needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(190, 1030, 14001), (177, 1999, 14335), (192, 4100, 14400), (150, 4100, 14001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_split_k_192(shape, layout, dtype):
+    """Split 128x192 plans of 129..192 tokens: where the partials cost more (plan_rules.h
+    kUnswapOneWave128 = 3) unswapped 128x128 tiles at half the splits (14 -> 7, 8 -> 4), the second
+    token tile mostly past M; else swapped 128x192 tiles x 4 splits, or up to 160 tokens with a
+    row-major A swapped 128x160 ones (kOddWidths bit 5; a column-major A keeps 128x192); tails in M,
+    N and K, addmm terms."""
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)
+    want = {(190, 1030, 14001): (False, 128, 7, 64), (177, 1999, 14335): (False, 128, 4, 64),
+            (192, 4100, 14400): (True, 192, 4, 64), (150, 4100, 14001): (True, 160, 4, 64)}[shape]
+    assert (plan["swap_ab"], plan["bn"], plan["splits"], plan["wg_rows"]) == want, f"shape no longer takes this plan: {plan}"
+    if want[1] == 160:  # this layout's plan (the dispatcher's odd_layouts: bit 0 A row-major, bit 1 B column-major)
+        lay = (layout[0] == "n") | (layout[1] == "t") << 1
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        assert torch_tk._C.hopper_plan(M, N, K, sms, odd_layouts=lay)["bn"] == (160 if lay & 1 else 192)
+    _check_addmm_case(shape, layout, dtype, False)
+
+
+@needs_hopper
 def test_one_warpgroup_split_k_in_child_process():
     """The one-warpgroup (two-strip) 128x128 kernels on split-K plans, and split 128x256 plans
     re-planned as those (TK_HOPPER_ONE_WG=13: bits 0, 2, 3; opt-in)."""
@@ -952,13 +975,13 @@ def test_partial_register_stores_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(190, 20000, 520), (130, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
+@pytest.mark.parametrize("shape", [(190, 20000, 520), (170, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
                                    (330, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
     """128x192 tiles (plan_rules.h kWidth192, default TK_HOPPER_BN192=3): swapped
     190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
-    epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 130
+    epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 170
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
     pitch: the staged copy-out epilogue, its 3 buffers reused across units); split 128x256 plans
@@ -974,7 +997,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "31"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "63"))
 
 
 @needs_hopper

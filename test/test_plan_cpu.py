@@ -551,9 +551,9 @@ def test_plan_token_rows64(M, N, K, want):
     129..144 tokens with a row-major A, an unsplit plan of at most one wave re-planned as swapped
     64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; 16-bit
     outputs only."""
-    base = _C.hopper_plan(M, N, K, 132, odd_widths=15)
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=31)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=63)
     if want is None:
         assert p == base
         return
@@ -615,12 +615,13 @@ def test_plan_width224(M, N, K, want):
     (256, 14336, 4096, None),                   # unsplit
 ])
 def test_plan_unswap_split_256(M, N, K, want):
-    """plan_rules.h kUnswapOneWave128 = 2: a split swapped 128x256 plan re-planned as unswapped 128x128
+    """plan_rules.h kUnswapOneWave128 >= 2: a split swapped 128x256 plan re-planned as unswapped 128x128
     tiles with fewer splits (in one wave) when the fp32 partials saved outweigh the longer mainloop
     per CTA (kUnswapSplitBytesPerKTile256); fp32 outputs keep their plans."""
     old = _C.hopper_plan(M, N, K, 132, unswap128=1)
-    p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, unswap128=2)  # the default
+    p = _C.hopper_plan(M, N, K, 132, unswap128=2)
+    if M > 192:  # the 128x192 rule of level 3 (the default) leaves these alone
+        assert p == _C.hopper_plan(M, N, K, 132)
     if want is None:
         assert p == old
         return
@@ -628,3 +629,57 @@ def test_plan_unswap_split_256(M, N, K, want):
     assert (p["swap_ab"], p["bn"], p["splits"], p["wg_rows"]) == want, p
     assert p["bm"] == 128 and p["cluster"] == 1 and p["units"] <= p["grid"] <= 132 and p["sk_tiles"] == 0
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, unswap128=1)
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: (bn, splits, wg_rows) of the default unswapped plan; None: the unswap128=2 plan (swapped
+    # 128x192, or 128x160 up to 160 tokens: odd_widths bit 5)
+    (192, 1024, 14336, (128, 8, 64)),    # 16 -> 8 splits: 6.3 MB saved for 14 extra k tiles per CTA
+    (160, 1024, 14336, (128, 8, 64)),
+    (129, 1024, 14336, (128, 8, 64)),
+    (192, 2048, 14336, (128, 4, 64)),    # 8 -> 4: 6.3 MB for 28
+    (176, 2048, 14336, (128, 4, 64)),
+    (160, 2048, 14336, None),            # 128x160 x 8: 5.2 MB for 28 at 196 KB each, kept (31.9 against 32.4 us)
+    (144, 2048, 14336, None),
+    (192, 4096, 14336, None),            # 4 -> 2 would be 56 extra k tiles: measured 49.0 -> 52.0 us
+    (160, 4096, 14336, None),
+    (192, 4096, 11008, None),
+    (192, 2048, 28672, None),
+    (192, 8192, 14336, None),            # 2 -> unsplit: measured 84.6 -> 93.1 us
+    (128, 2048, 14336, None),            # 128 tokens: one token tile, not this rule's
+    (256, 2048, 14336, (128, 4, 64)),    # the 128x256 rule's (level 2)
+])
+def test_plan_unswap_split_192(M, N, K, want):
+    """plan_rules.h kUnswapOneWave128 = 3: a split swapped 128x192 (or 128x160) plan of 129..192 tokens
+    re-planned as unswapped 128x128 tiles at half the splits when the partials saved exceed
+    kUnswapSplitBytesPerKTile192 (kUnswapSplitBytesPerKTile160) per extra k tile per CTA (H200
+    2026-12-02g fit)."""
+    p = _C.hopper_plan(M, N, K, 132)
+    assert p == _C.hopper_plan(M, N, K, 132, unswap128=3)  # the default
+    old = _C.hopper_plan(M, N, K, 132, unswap128=2)
+    if want is None:
+        assert p == old
+        return
+    assert (p["swap_ab"], p["bn"], p["splits"], p["wg_rows"]) == (False,) + want, p
+    if M <= 192:
+        old_bn = 160 if M <= 160 else 192
+        assert (old["swap_ab"], old["bm"], old["bn"]) == (True, 128, old_bn) and old["splits"] == 2 * p["splits"], old
+    assert p["bm"] == 128 and p["cluster"] == 1 and p["units"] <= p["grid"] <= 132 and p["sk_tiles"] == 0
+    assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, unswap128=2)
+
+
+@pytest.mark.parametrize("M", [129, 136, 144, 160, 161, 192])
+@pytest.mark.parametrize("N,K", [(2048, 14336), (4096, 14336), (8192, 14336), (4096, 11008), (4096, 28672)])
+def test_plan_split_160(M, N, K):
+    """plan_rules.h kOddWidths bit 5: a split swapped 128x192 plan of <= 160 tokens (one token tile)
+    takes swapped 128x160 tiles with the same splits, for a row-major A only (odd_layouts bit 0: the
+    kernels need a K-major Y); fp32 outputs and 161..192 tokens keep 128x192."""
+    p = _C.hopper_plan(M, N, K, 132, unswap128=2)
+    old = _C.hopper_plan(M, N, K, 132, unswap128=2, odd_widths=31)
+    assert (old["swap_ab"], old["bm"], old["bn"]) == (True, 128, 192) and old["splits"] > 1, old
+    if M > 160:
+        assert p == old
+        return
+    assert p["bn"] == 160 and {k: v for k, v in p.items() if k != "bn"} == {k: v for k, v in old.items() if k != "bn"}
+    assert _C.hopper_plan(M, N, K, 132, unswap128=2, odd_layouts=2) == old  # column-major A
+    assert _C.hopper_plan(M, N, K, 132, False)["bn"] != 160

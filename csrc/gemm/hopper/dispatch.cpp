@@ -121,16 +121,18 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan_rules.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles, 3 also for split 128 x 256 plans).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 3);
-  // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped; 1: split swapped
-  // 128 x 256 plans too (plan_rules.h kUnswapOneWave128, 2: both re-planned as unswapped 128 x 128).
-  TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 2);
+  // TK_HOPPER_UNSWAP128=0: swapped unsplit 128 x 128 one-wave plans stay swapped; 1: those run
+  // unswapped; 2: split swapped 128 x 256 plans too; 3: and split swapped 128 x 192 ones
+  // (plan_rules.h kUnswapOneWave128).
+  TK_KNOB int unswap128 = env_int("TK_HOPPER_UNSWAP128", hopper::kUnswapOneWave128, 0, 3);
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_ODD_WIDTHS=0..31: tiles 144, 160 or 224 wide (plan_rules.h kOddWidths, a mask; bit 0 swapped
+  // TK_HOPPER_ODD_WIDTHS=0..63: tiles 144, 160 or 224 wide (plan_rules.h kOddWidths, a mask; bit 0 swapped
   // 160, bit 1 unswapped 144, bit 2 unswapped 224), bit 3 swapped tiles sized to the token count
-  // (plan_rules.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM).
-  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 31);
+  // (plan_rules.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM),
+  // bit 5 split swapped 128 x 192 plans of <= 160 tokens as 128 x 160.
+  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 63);
   // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan_rules.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).
   // Bit 2: also for outputs whose rows are not 16-B aligned (plan_rules.h kMid64UnalignedRows); 3: not them.

@@ -8,7 +8,7 @@
 //  - swap_ab: when M (tokens) is small and N is larger, compute C^T = B^T A^T so the weight rows
 //    fill wgmma's 64-row M side and the few tokens become wgmma's narrow N side -- except a
 //    one-wave unsplit 128 x 128 plan, which runs unswapped (kUnswapOneWave128: same tiles, faster),
-//    and a split 128 x 256 one whose partials cost more than unswapped 128 x 128 tiles' mainloop.
+//    and a split 128 x 256 or 128 x 192 one whose partials cost more than unswapped 128 x 128 tiles' mainloop.
 //  - bn: the narrowest of 64 / 128 / 256 that covers the kernel's N (256 for large shapes: fewer
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing or the
@@ -217,6 +217,26 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // Extra mainloop per CTA, in 1/20 of a 128 x 256 k tile (a 128 x 128 k tile is 11 of them).
     const int64_t extra20 = 11 * int64_t((k_tiles + s - 1) / s) - 20 * int64_t((k_tiles + p.splits - 1) / p.splits);
     if (s < p.splits && t128 * s <= num_sms && 20 * saved > extra20 * kUnswapSplitBytesPerKTile256) {
+      p.swap_ab = false, p.bn = 128, p.splits = s;
+      rows = M, cols = N;
+    }
+  }
+  // odd_widths bit 5 (plan_rules.h): a split swapped 128 x 192 plan of <= 160 tokens as 128 x 160
+  // tiles, the same tiles and splits (the unsplit ones are the odd_widths block's below).
+  if ((odd_widths & 32) && (odd_layouts & 1) && all_widths && p.swap_ab && p.bm == 128 && p.bn == 192 &&
+      p.splits > 1 && M <= 160)
+    p.bn = 160;
+  // unswap128 >= 3 (plan_rules.h): a split swapped 128 x 192 (or 160) plan of 129..192 tokens likewise,
+  // the second 128-row token tile mostly padding (fitted on its own: kUnswapSplitBytesPerKTile192).
+  if (unswap128 >= 3 && all_widths && p.swap_ab && p.bm == 128 && (p.bn == 192 || p.bn == 160) &&
+      p.splits > 1 && M > 128 && M <= 192) {
+    const int64_t t128 = plan_tiles(M, N, 128, 128);
+    const int s = splits_for(t128);
+    const int64_t saved = int64_t(p.splits - (s > 1 ? s : 0)) * M * N * 4;
+    // Extra k tiles per CTA; the fit (s = splits / 2 throughout) prices each at ~171 KB of partials.
+    const int64_t extra = int64_t((k_tiles + s - 1) / s) - int64_t((k_tiles + p.splits - 1) / p.splits);
+    const int64_t per_k_tile = p.bn == 160 ? kUnswapSplitBytesPerKTile160 : kUnswapSplitBytesPerKTile192;
+    if (s < p.splits && t128 * s <= num_sms && saved > extra * per_k_tile) {
       p.swap_ab = false, p.bn = 128, p.splits = s;
       rows = M, cols = N;
     }

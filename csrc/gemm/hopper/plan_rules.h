@@ -126,7 +126,13 @@ constexpr int kWidth192 = 3;
 // 50.0 -> 46.1; 2 waves: 256x28672x4096 104.9 -> 92.4, 200x28672x4096 98.6 -> 91.7,
 // 512x14336x4096 96.5 -> 89.8, 448x14336x4096 97.1 -> 90.1, 512x14336x8192 182.4 -> 172.0;
 // 4 waves: 512x28672x4096 189.3 -> 175.2.
-constexpr int kOddWidths = 31;
+// Bit 5 (2026-12-02g): a split swapped 128 x 192 plan of <= 160 tokens (one token tile) as swapped
+// 128 x 160 tiles with the same splits. H200 A/B, 3 rounds, NT, dirty L2, us, forced 128 x 160:
+// 4 splits 160x4096x14336 48.0 -> 47.0, 144x4096x14336 47.6 -> 46.5, 136x4096x14336 47.4 -> 46.2,
+// 160x4096x11008 39.9 -> 39.2; 2 splits 160x8192x14336 82.3 -> 79.5, 144x8192x14336 81.2 -> 78.6,
+// 136x8192x14336 80.9 -> 78.6; 8 splits 144x2048x14336 32.3 -> 31.4, 160x2048x14336 (against its
+// unswapped 128 x 128 x 4) 32.4 -> 31.9.
+constexpr int kOddWidths = 63;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
@@ -188,8 +194,22 @@ constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // -> 53.1, 256x8192x14336 (2 -> unsplit) 97.9 -> 93.9; kept: 224x4096x14336 52.4 -> 52.8,
 // 200x4096x14336 51.5 -> 52.2, 256x4096x28672 99.5 -> 104.0, 224x8192x14336 96.3 -> 96.3
 // (benchmarks/NOTES.md; TK_HOPPER_UNSWAP128=1 for the old plans).
-constexpr int kUnswapOneWave128 = 2;
+// 3: also a split swapped 128 x 192 plan of 129..192 tokens. There the 128 x 128 plan's second token
+// tile is mostly TMA zero fill, so the 256 model does not carry over; fitted on its own (H200
+// 2026-12-02g, 12 forced-tile A/Bs, 3 rounds, NT, dirty L2; each at half the splits): gain =
+// 0.70 us per MB of partials saved - 0.117 us per extra k tile per CTA, i.e. a break-even of
+// ~171 KB per extra k tile; signs right on all 12. Switched, us (128 x 192 -> 128 x 128):
+// 192x1024x14336 (16 -> 8 splits) 26.9 -> 23.6, 160x1024x14336 26.2 -> 23.4, 192x2048x14336
+// (8 -> 4) 33.6 -> 32.8, 160x2048x14336 32.9 -> 32.5; kept: 144x2048x14336 32.5 -> 32.4 (model
+// +0.02: a tie), 192x4096x14336 (4 -> 2) 49.0 -> 52.0, 192x2048x28672 51.2 -> 52.7, 192x8192x14336
+// (2 -> unsplit) 84.6 -> 93.1 (benchmarks/NOTES.md; TK_HOPPER_UNSWAP128=2 for the old plans).
+constexpr int kUnswapOneWave128 = 3;
 constexpr int64_t kUnswapSplitBytesPerKTile256 = 1400 << 10;  // partial bytes worth one 128 x 256 k tile
+constexpr int64_t kUnswapSplitBytesPerKTile192 = 171 << 10;   // partial bytes worth one extra k tile
+// Against 128 x 160 tiles (odd_widths bit 5, <= 160 tokens), whose k tile is 0.018-0.025 us cheaper
+// than the 128 x 192 one (2026-12-02g, below): 0.117 + ~0.02 us per extra k tile at 0.70 us per MB.
+// It keeps 160x2048x14336 on 128 x 160 x 8 splits (31.9 us, against 32.4 as 128 x 128 x 4).
+constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // Ring staging (gemm_layout RING_STAGING_): the one-warpgroup 128 x 128 kernels of unsplit plans
 // with one unit per CTA put the epilogue's staging boxes in the idle stage ring, 7 stages instead
 // of 6, from this many k tiles on (K >= 8192). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
