@@ -209,34 +209,27 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // tokens: 320x4096x14336, 64 tiles x 2 splits instead of 66 of 128 x 192 x 2: 72.1 -> 67.1 us.
     if ((odd_widths & 1) && (odd_layouts & 1) && M <= 320) consider(true, 160);
   }
-  // unswap128 >= 2 (plan_rules.h): a split swapped 128 x 256 plan as unswapped 128 x 128 tiles.
-  if (unswap128 >= 2 && all_widths && p.swap_ab && p.bm == 128 && p.bn == 256 && p.splits > 1) {
-    const int64_t t128 = plan_tiles(M, N, 128, 128);
-    const int s = splits_for(t128);
-    const int64_t saved = int64_t(p.splits - (s > 1 ? s : 0)) * M * N * 4;
-    // Extra mainloop per CTA, in 1/20 of a 128 x 256 k tile (a 128 x 128 k tile is 11 of them).
-    const int64_t extra20 = 11 * int64_t((k_tiles + s - 1) / s) - 20 * int64_t((k_tiles + p.splits - 1) / p.splits);
-    if (s < p.splits && t128 * s <= num_sms && 20 * saved > extra20 * kUnswapSplitBytesPerKTile256) {
-      p.swap_ab = false, p.bn = 128, p.splits = s;
-      rows = M, cols = N;
-    }
-  }
   // odd_widths bit 5 (plan_rules.h): a split swapped 128 x 192 plan of <= 160 tokens as 128 x 160
   // tiles, the same tiles and splits (the unsplit ones are the odd_widths block's below).
   if ((odd_widths & 32) && (odd_layouts & 1) && all_widths && p.swap_ab && p.bm == 128 && p.bn == 192 &&
       p.splits > 1 && M <= 160)
     p.bn = 160;
-  // unswap128 >= 3 (plan_rules.h): a split swapped 128 x 192 (or 160) plan of 129..192 tokens likewise,
-  // the second 128-row token tile mostly padding (fitted on its own: kUnswapSplitBytesPerKTile192).
-  if (unswap128 >= 3 && all_widths && p.swap_ab && p.bm == 128 && (p.bn == 192 || p.bn == 160) &&
-      p.splits > 1 && M > 128 && M <= 192) {
+  // unswap128 >= 2 (plan_rules.h): a split swapped 128 x 256 plan (193..256 tokens), and with >= 3 a
+  // split swapped 128 x 192 / 160 one (129..192 tokens), as unswapped 128 x 128 tiles with their own
+  // splits when the partials saved outweigh the longer mainloop per CTA. Each width has its own fit.
+  const bool split256 = unswap128 >= 2 && p.bn == 256;
+  const bool split192 = unswap128 >= 3 && (p.bn == 192 || p.bn == 160) && M > 128 && M <= 192;
+  if (all_widths && p.swap_ab && p.bm == 128 && p.splits > 1 && (split256 || split192)) {
     const int64_t t128 = plan_tiles(M, N, 128, 128);
     const int s = splits_for(t128);
     const int64_t saved = int64_t(p.splits - (s > 1 ? s : 0)) * M * N * 4;
-    // Extra k tiles per CTA; the fit (s = splits / 2 throughout) prices each at ~171 KB of partials.
-    const int64_t extra = int64_t((k_tiles + s - 1) / s) - int64_t((k_tiles + p.splits - 1) / p.splits);
-    const int64_t per_k_tile = p.bn == 160 ? kUnswapSplitBytesPerKTile160 : kUnswapSplitBytesPerKTile192;
-    if (s < p.splits && t128 * s <= num_sms && saved > extra * per_k_tile) {
+    const int64_t k_new = (k_tiles + s - 1) / s, k_old = (k_tiles + p.splits - 1) / p.splits;
+    // The longer mainloop, in partial bytes: at 256, a 128 x 128 k tile is 11/20 of a 128 x 256 one
+    // (kUnswapSplitBytesPerKTile256 is divisible by 20); at 192 / 160 the fit prices each extra k tile.
+    const int64_t worth = split256 ? (11 * k_new - 20 * k_old) * (kUnswapSplitBytesPerKTile256 / 20)
+                                   : (k_new - k_old) * (p.bn == 160 ? kUnswapSplitBytesPerKTile160
+                                                                    : kUnswapSplitBytesPerKTile192);
+    if (s < p.splits && t128 * s <= num_sms && saved > worth) {
       p.swap_ab = false, p.bn = 128, p.splits = s;
       rows = M, cols = N;
     }

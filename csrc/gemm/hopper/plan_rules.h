@@ -205,9 +205,10 @@ constexpr int kTokenWidthsMinM = 129, kTokenWidthsMaxM = 320;
 // (2 -> unsplit) 84.6 -> 93.1 (benchmarks/NOTES.md; TK_HOPPER_UNSWAP128=2 for the old plans).
 constexpr int kUnswapOneWave128 = 3;
 constexpr int64_t kUnswapSplitBytesPerKTile256 = 1400 << 10;  // partial bytes worth one 128 x 256 k tile
+static_assert(kUnswapSplitBytesPerKTile256 % 20 == 0, "plan_gemm prices a 128 x 128 k tile at 11/20 of it");
 constexpr int64_t kUnswapSplitBytesPerKTile192 = 171 << 10;   // partial bytes worth one extra k tile
 // Against 128 x 160 tiles (odd_widths bit 5, <= 160 tokens), whose k tile is 0.018-0.025 us cheaper
-// than the 128 x 192 one (2026-12-02g, below): 0.117 + ~0.02 us per extra k tile at 0.70 us per MB.
+// than the 128 x 192 one (2026-12-02g, kOddWidths above): 0.117 + ~0.02 us per extra k tile at 0.70 us per MB.
 // It keeps 160x2048x14336 on 128 x 160 x 8 splits (31.9 us, against 32.4 as 128 x 128 x 4).
 constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // Ring staging (gemm_layout RING_STAGING_): the one-warpgroup 128 x 128 kernels of unsplit plans
