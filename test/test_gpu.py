@@ -997,7 +997,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "63"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "255"))
 
 
 @needs_hopper
@@ -1122,7 +1122,10 @@ def test_token_widths_two_wg_in_child_process():
     assert re.search(r"\b56 passed", out), out[-4000:]
 
 
-_TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (140, 8448, 1000)]
+_TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (140, 8448, 1000),
+                        (137, 8200, 14001),  # bit 6: in place of a split plan (long, odd K)
+                        (150, 8192, 777), (160, 8200, 4100), (145, 6400, 520),  # bit 7: 64 x 160
+                        (157, 8448, 14001)]
 
 
 @needs_hopper
@@ -1130,17 +1133,20 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", _TOKEN_ROWS64_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_token_rows64(shape, layout, dtype):
-    """Swapped 64 x 144 tiles, one token tile for 129..144 tokens (plan.h odd_widths bit 4, default
-    where they fill 3/4 of a wave): token tails (129, 136, 140 of 144 rows), weight tails (8200,
-    6400: 100 tiles), K tails, a narrow last epilogue round of 16 columns through its own transposed
-    TMA box; other layouts than a row-major A get other plans, checked all the same."""
-    if not _odd_width_bits() & 16:
-        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 64 x 144 tiles")
+    """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, default
+    where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, also where
+    the plan would split K; token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160), weight tails
+    (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16 or 32 columns) through its own
+    transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
     M, N, K = shape
+    width = 144 if M <= 144 else 160
+    need = 16 | (128 if width == 160 else 0) | (64 if K > 8192 else 0)
+    if _odd_width_bits() & need != need:
+        pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the 64 x {width} plan here")
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
-        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, 144, 1, 1), plan
-    _check_gemm_and_addmm(shape, layout, dtype, "64x144")
+        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, width, 1, 1), plan
+    _check_gemm_and_addmm(shape, layout, dtype, f"64x{width}")
 
 
 @_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])

@@ -376,7 +376,7 @@ def test_plan_bn192(M, N, K, bn192, want):
     (330, 4100, 9000, (False, 192, 2, 132)),   # > 320 tokens: 128x192
     (240, 4096, 14336, (True, 256, 4, 128)),   # 160 would need 2 x 56 k tiles per SM: unchanged
 ])
-def test_plan_split_160(M, N, K, want):
+def test_plan_split256_as_160(M, N, K, want):
     """plan.h bn192 = 3 with odd_widths bit 0: a split 128x256 plan of up to 320 tokens takes
     swapped 128x160 tiles with their own splits when they do the least work per SM; only for a
     row-major A (odd_layouts bit 0), else the 128x192 candidate."""
@@ -399,6 +399,7 @@ def test_plan_split_160(M, N, K, want):
     (272, 8192, 8192, (True, 128, 144, 1, 1), (True, 128, 144, 1, 1, 128)),
     (256, 14336, 4096, (False, 128, 224, 1, 1), (False, 128, 224, 1, 1, 128)),
     (136, 8192, 8192, (True, 64, 144, 1, 1), (True, 64, 144, 1, 1, 128)),  # 64 x 144 (plan.h kTokenRows64Width)
+    (150, 8192, 14336, (True, 64, 160, 1, 1), (True, 64, 160, 1, 1, 128)),  # 64 x 160 (kTokenRows64Width160)
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
     """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
@@ -408,7 +409,7 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
     for bad in [(False, 64, 256, 1, 1), (False, 128, 88, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
                 (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (True, 64, 144, 2, 1), (True, 64, 144, 1, 2),
-                (False, 64, 160, 1, 1), (False, 64, 224, 1, 1),
+                (True, 64, 160, 2, 1), (True, 64, 160, 1, 2), (False, 64, 224, 1, 1), (False, 64, 192, 1, 1),
                 (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
@@ -503,8 +504,8 @@ def test_plan_token_widths(M, N, K, want):
     a row-major A only (odd_layouts bit 0); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
     p = _C.hopper_plan(M, N, K, 132, odd_widths=15)
-    d = _C.hopper_plan(M, N, K, 132)  # the default: the same, but where the 64 x 144 tiles (bit 4) take over
-    assert p == d or ((d["bm"], d["bn"]) == (64, 144) and 129 <= M <= 144), d
+    d = _C.hopper_plan(M, N, K, 132)  # the default: the same, but where the 64-row token tiles (bits 4, 7) take over
+    assert p == d or ((d["bm"], d["bn"]) == (64, 144 if M <= 144 else 160) and 129 <= M <= 160), d
     if want is None:
         assert p == base
         return
@@ -531,35 +532,52 @@ def test_plan_token_widths(M, N, K, want):
 
 
 @pytest.mark.parametrize("M,N,K,want", [
-    # want: units of the swapped 64 x 144 plan (odd_widths bit 4, default); None: the plan without it
-    (129, 8192, 8192, 128),   # cuBLAS's 64 x 136 plan there; without bit 4: swapped 128 x 72, two token tiles
-    (144, 8192, 4096, 128),
-    (136, 8200, 4100, 129),   # weight tail: 129 tiles
-    (140, 8448, 1000, 132),   # exactly one wave
-    (144, 6400, 520, 100),    # >= 3/4 of a wave (kTokenRows64MinFill4)
-    (136, 6336, 4096, 99),    # the least fill taken on 132 SMs
-    (136, 6272, 4096, None),  # 98 tiles: under 3/4 of a wave (measured slower at 79: 144x5000x4096)
+    # want: (width, units) of the swapped one-token-tile 64-row plan (odd_widths bits 4, 6, 7, default);
+    # None: the plan without them
+    (129, 8192, 8192, (144, 128)),   # cuBLAS's 64 x 136 plan there; without bit 4: swapped 128 x 72, two token tiles
+    (144, 8192, 4096, (144, 128)),
+    (136, 8200, 4100, (144, 129)),   # weight tail: 129 tiles
+    (140, 8448, 1000, (144, 132)),   # exactly one wave
+    (144, 6400, 520, (144, 100)),    # >= 3/4 of a wave (kTokenRows64MinFill4)
+    (136, 6336, 4096, (144, 99)),    # the least fill taken on 132 SMs
+    (136, 6272, 4096, None),         # 98 tiles: under 3/4 of a wave (measured slower at 79: 144x5000x4096)
     (144, 5000, 520, None),
-    (136, 4096, 4096, None),  # 64 tiles
-    (145, 8192, 8192, None),  # more tokens than one 144-wide tile
-    (128, 8192, 8192, None),  # below kTokenRows64MinM
-    (136, 8456, 1000, None),  # 133 tiles: more than one wave
-    (136, 8192, 14336, None), # split plans: unchanged
+    (136, 4096, 4096, None),         # 64 tiles
+    (145, 8192, 8192, (160, 128)),   # bit 7: 64 x 160 for 145..160 tokens
+    (160, 8200, 4100, (160, 129)),
+    (152, 6400, 520, (160, 100)),
+    (160, 6272, 4096, None),
+    (161, 8192, 8192, None),         # more tokens than one 160-wide tile
+    (128, 8192, 8192, None),         # below kTokenRows64MinM
+    (136, 8456, 1000, None),         # 133 tiles: more than one wave
+    (136, 8192, 14336, (144, 128)),  # bit 6: in place of a split plan (swapped 128 x 160 x 2)
+    (160, 8192, 14336, (160, 128)),
+    (129, 8192, 28672, (144, 128)),
+    (160, 4096, 14336, None),        # 64 tiles: the split plan stays
 ])
 def test_plan_token_rows64(M, N, K, want):
     """plan.h odd_widths bit 4 (default since 2026-12-01b; TK_HOPPER_ODD_WIDTHS=15 leaves it out):
     129..144 tokens with a row-major A, an unsplit plan of at most one wave re-planned as swapped
-    64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; 16-bit
-    outputs only."""
+    64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; bit 7
+    (since 2026-12-03): 64 x 160 tiles for 145..160 tokens; bit 6 (since 2026-12-03): also in place
+    of a split plan; 16-bit outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=63)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=255)
     if want is None:
         assert p == base
         return
-    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 64, 144, 1, 1, want), p
-    assert p["grid"] == want and p["wg_rows"] == 64 and not p["dynamic"] and p["sk_tiles"] == 0
-    assert base["bn"] != 144 and base["units"] <= 132 and base["splits"] == 1
+    width, units = want
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 64, width, 1, 1, units), p
+    assert p["grid"] == units and p["wg_rows"] == 64 and not p["dynamic"] and p["sk_tiles"] == 0
+    assert base["bn"] not in (144, 160) or base["bm"] == 128
+    assert base["units"] <= 132
+    # each bit on its own: bit 7 is the 160 width, bit 6 the split plans
+    split = base["splits"] > 1
+    q = _C.hopper_plan(M, N, K, 132, odd_widths=255 & ~(64 if split else 128))
+    assert q == base if split or width == 160 else q == p
+    if not split:
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=255 & ~64) == p
     assert _C.hopper_plan(M, N, K, 132, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
 
@@ -674,7 +692,7 @@ def test_plan_split_160(M, N, K):
     """plan_rules.h kOddWidths bit 5: a split swapped 128x192 plan of <= 160 tokens (one token tile)
     takes swapped 128x160 tiles with the same splits, for a row-major A only (odd_layouts bit 0: the
     kernels need a K-major Y); fp32 outputs and 161..192 tokens keep 128x192."""
-    p = _C.hopper_plan(M, N, K, 132, unswap128=2)
+    p = _C.hopper_plan(M, N, K, 132, unswap128=2, odd_widths=63)  # (bits 6, 7: test_plan_token_rows64)
     old = _C.hopper_plan(M, N, K, 132, unswap128=2, odd_widths=31)
     assert (old["swap_ab"], old["bm"], old["bn"]) == (True, 128, 192) and old["splits"] > 1, old
     if M > 160:
