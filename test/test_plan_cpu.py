@@ -559,7 +559,7 @@ def test_plan_token_rows64(M, N, K, want):
     """plan.h odd_widths bit 4 (default since 2026-12-01b; TK_HOPPER_ODD_WIDTHS=15 leaves it out):
     129..144 tokens with a row-major A, an unsplit plan of at most one wave re-planned as swapped
     64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; bit 7
-    (since 2026-12-03): 64 x 160 tiles for 145..160 tokens; bit 6 (since 2026-12-03): also in place
+    (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens; bit 6 (since 2026-12-02h): also in place
     of a split plan; 16-bit outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)

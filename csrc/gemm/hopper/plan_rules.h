@@ -132,9 +132,9 @@ constexpr int kWidth192 = 3;
 // 160x4096x11008 39.9 -> 39.2; 2 splits 160x8192x14336 82.3 -> 79.5, 144x8192x14336 81.2 -> 78.6,
 // 136x8192x14336 80.9 -> 78.6; 8 splits 144x2048x14336 32.3 -> 31.4, 160x2048x14336 (against its
 // unswapped 128 x 128 x 4) 32.4 -> 31.9.
-// Bit 6 (2026-12-03): bit 4's one-token-tile 64-row plan also in place of a split plan (long K):
+// Bit 6 (2026-12-02h): bit 4's one-token-tile 64-row plan also in place of a split plan (long K):
 // H200, 2 rounds, NT, dirty L2, us, split 128 x 160 x 2 -> forced 64 x 144: 144x8192x14336 77.6 ->
-// 72.1, 136x8192x14336 77.2 -> 71.8, 144x8192x11008 62.6 -> 57.3. Bit 7 (2026-12-03): swapped
+// 72.1, 136x8192x14336 77.2 -> 71.8, 144x8192x11008 62.6 -> 57.3. Bit 7 (2026-12-02h): swapped
 // 64 x 160 tiles (one token tile, a 32-column last round) for 145..160 tokens, under the same fill
 // bound (kTokenRows64MinFill4). Both, H200 A/B (3 rounds, us, 63 -> 255): 160x8192x14336 79.8 ->
 // 75.0, 160x8192x8192 51.2 -> 47.4, 145x8192x8192 51.3 -> 46.2, 152x8192x4096 29.8 -> 26.3,
