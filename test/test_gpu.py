@@ -997,7 +997,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "255"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "511"))
 
 
 @needs_hopper
@@ -1125,7 +1125,9 @@ def test_token_widths_two_wg_in_child_process():
 _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (140, 8448, 1000),
                         (137, 8200, 14001),  # bit 6: in place of a split plan (long, odd K)
                         (150, 8192, 777), (160, 8200, 4100), (145, 6400, 520),  # bit 7: 64 x 160
-                        (157, 8448, 14001)]
+                        (157, 8448, 14001),
+                        (161, 8192, 777), (176, 8200, 4100), (170, 6400, 520),  # bit 8: 64 x 176
+                        (173, 8448, 14001)]
 
 
 @needs_hopper
@@ -1133,14 +1135,15 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", _TOKEN_ROWS64_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_token_rows64(shape, layout, dtype):
-    """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, default
-    where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, also where
-    the plan would split K; token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160), weight tails
-    (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16 or 32 columns) through its own
+    """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, 8, default
+    where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, 64 x 176 for
+    161..176, also where the plan would split K; token tails (129, 136, 140 of 144 rows; 145, 150, 157
+    of 160; 161, 170, 173 of 176), weight tails
+    (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
     transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
     M, N, K = shape
-    width = 144 if M <= 144 else 160
-    need = 16 | (128 if width == 160 else 0) | (64 if K > 8192 else 0)
+    width = 144 if M <= 144 else 160 if M <= 160 else 176
+    need = 16 | {144: 0, 160: 128, 176: 256}[width] | (64 if K > 8192 else 0)
     if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the 64 x {width} plan here")
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:

@@ -400,6 +400,7 @@ def test_plan_split256_as_160(M, N, K, want):
     (256, 14336, 4096, (False, 128, 224, 1, 1), (False, 128, 224, 1, 1, 128)),
     (136, 8192, 8192, (True, 64, 144, 1, 1), (True, 64, 144, 1, 1, 128)),  # 64 x 144 (plan.h kTokenRows64Width)
     (150, 8192, 14336, (True, 64, 160, 1, 1), (True, 64, 160, 1, 1, 128)),  # 64 x 160 (kTokenRows64Width160)
+    (170, 8192, 8192, (True, 64, 176, 1, 1), (True, 64, 176, 1, 1, 128)),  # 64 x 176 (kTokenRows64Width176)
 ])
 def test_plan_forced_tile(M, N, K, tile, want):
     """plan.h TileChoice (TK_HOPPER_TILE, A/B only): the forced swap, tile and splits, units and
@@ -410,6 +411,7 @@ def test_plan_forced_tile(M, N, K, tile, want):
     for bad in [(False, 64, 256, 1, 1), (False, 128, 88, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
                 (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (True, 64, 144, 2, 1), (True, 64, 144, 1, 2),
                 (True, 64, 160, 2, 1), (True, 64, 160, 1, 2), (False, 64, 224, 1, 1), (False, 64, 192, 1, 1),
+                (True, 128, 176, 1, 1), (False, 128, 176, 1, 1), (True, 64, 176, 1, 2),
                 (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
@@ -505,7 +507,7 @@ def test_plan_token_widths(M, N, K, want):
     base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
     p = _C.hopper_plan(M, N, K, 132, odd_widths=15)
     d = _C.hopper_plan(M, N, K, 132)  # the default: the same, but where the 64-row token tiles (bits 4, 7) take over
-    assert p == d or ((d["bm"], d["bn"]) == (64, 144 if M <= 144 else 160) and 129 <= M <= 160), d
+    assert p == d or ((d["bm"], d["bn"]) == (64, 144 if M <= 144 else 160 if M <= 160 else 176) and 129 <= M <= 176), d
     if want is None:
         assert p == base
         return
@@ -547,7 +549,11 @@ def test_plan_token_widths(M, N, K, want):
     (160, 8200, 4100, (160, 129)),
     (152, 6400, 520, (160, 100)),
     (160, 6272, 4096, None),
-    (161, 8192, 8192, None),         # more tokens than one 160-wide tile
+    (161, 8192, 8192, (176, 128)),   # bit 8: 64 x 176 for 161..176 tokens
+    (176, 8200, 4100, (176, 129)),
+    (170, 6400, 520, (176, 100)),
+    (176, 8192, 14336, (176, 128)),  # in place of a split plan (swapped 128 x 192 x 2)
+    (177, 8192, 8192, None),         # more tokens than one 176-wide tile
     (128, 8192, 8192, None),         # below kTokenRows64MinM
     (136, 8456, 1000, None),         # 133 tiles: more than one wave
     (136, 8192, 14336, (144, 128)),  # bit 6: in place of a split plan (swapped 128 x 160 x 2)
@@ -559,25 +565,27 @@ def test_plan_token_rows64(M, N, K, want):
     """plan.h odd_widths bit 4 (default since 2026-12-01b; TK_HOPPER_ODD_WIDTHS=15 leaves it out):
     129..144 tokens with a row-major A, an unsplit plan of at most one wave re-planned as swapped
     64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; bit 7
-    (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens; bit 6 (since 2026-12-02h): also in place
+    (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens, bit 8 64 x 176 for 161..176; bit 6 (since 2026-12-02h): also in place
     of a split plan; 16-bit outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=255)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=511)
     if want is None:
         assert p == base
         return
     width, units = want
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 64, width, 1, 1, units), p
     assert p["grid"] == units and p["wg_rows"] == 64 and not p["dynamic"] and p["sk_tiles"] == 0
-    assert base["bn"] not in (144, 160) or base["bm"] == 128
+    assert base["bn"] not in (144, 160, 176) or base["bm"] == 128
     assert base["units"] <= 132
     # each bit on its own: bit 7 is the 160 width, bit 6 the split plans
-    split = base["splits"] > 1
-    q = _C.hopper_plan(M, N, K, 132, odd_widths=255 & ~(64 if split else 128))
-    assert q == base if split or width == 160 else q == p
-    if not split:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=255 & ~64) == p
+    split, wbit = base["splits"] > 1, {144: 0, 160: 128, 176: 256}[width]
+    if split:
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~64) == base
+    else:
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~64) == p
+    if wbit:  # (without bit 7, 145..160 tokens take bit 8's 176-wide tile)
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~(wbit | (256 if width == 160 else 0))) == base
     assert _C.hopper_plan(M, N, K, 132, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
 

@@ -5,7 +5,7 @@ Run: python tools/gen_wgmma.py  (the output is committed; CI checks it is curren
 """
 import pathlib
 
-NS = (64, 72, 80, 128, 144, 160, 192, 224, 256)
+NS = (64, 72, 80, 128, 144, 160, 176, 192, 224, 256)
 TYPES = {"bf16": "bf16", "f16": "f16"}
 
 def one(n, ty):

@@ -9,10 +9,17 @@ namespace {
 // Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
 // with 256 columns: measured slower), the odd widths 160, 224 (plan_rules.h kOddWidths) and the
 // token widths 72, 80 (plan_rules.h kTokenWidths); 144 and 160 for both (64 rows: plan.h kTokenRows64Width,
-// kTokenRows64Width160).
+// kTokenRows64Width160); 176 for 64 rows only (kTokenRows64Width176).
 template <typename T, typename OutT, int BN, int BM>
 const char* rows128_only(const GemmArgs& g, void* s) {
-  if constexpr (BM == 64) return "64-row tiles are built 64, 128, 144 or 160 columns wide";
+  if constexpr (BM == 64) return "64-row tiles are built 64, 128, 144, 160 or 176 columns wide";
+  else return launch_family<T, OutT, BN, BM>(g, s);
+}
+
+// 176 for 64-row tiles only (plan.h kTokenRows64Width176).
+template <typename T, typename OutT, int BN, int BM>
+const char* rows64_only(const GemmArgs& g, void* s) {
+  if constexpr (BM == 128) return "128-row tiles are not built 176 columns wide";
   else return launch_family<T, OutT, BN, BM>(g, s);
 }
 
@@ -25,10 +32,11 @@ const char* by_width(const GemmArgs& g, void* s) {
     case 128: return launch_family<T, OutT, 128, BM>(g, s);
     case 144: return launch_family<T, OutT, 144, BM>(g, s);
     case 160: return launch_family<T, OutT, 160, BM>(g, s);
+    case 176: return rows64_only<T, OutT, 176, BM>(g, s);
     case 192: return rows128_only<T, OutT, 192, BM>(g, s);
     case 224: return rows128_only<T, OutT, 224, BM>(g, s);
     case 256: return rows128_only<T, OutT, 256, BM>(g, s);
-    default: return "plan.bn must be 64, 72, 80, 128, 144, 160, 192, 224 or 256";
+    default: return "plan.bn must be 64, 72, 80, 128, 144, 160, 176, 192, 224 or 256";
   }
 }
 

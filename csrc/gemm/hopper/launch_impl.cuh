@@ -324,12 +324,12 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BM == 64 && BN % 64 != 0) {
-    // 64 x 144 / 160 (plan.h kTokenRows64Width, kTokenRows64Width160): unclustered, K-major Y, as the
+    // 64 x 144 / 160 / 176 (plan.h kTokenRows64Width, ...160, ...176): unclustered, K-major Y, as the
     // 128-row odd widths.
     if constexpr (YMn) {
       return "64-row tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB)";
     } else {
-      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0) return "64-row tiles of 144 or 160 columns: unclustered kernels only";
+      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0) return "64-row tiles of 144, 160 or 176 columns: unclustered kernels only";
       return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
     }
   } else if constexpr (BM == 64) {

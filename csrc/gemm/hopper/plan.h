@@ -67,20 +67,22 @@ struct TileChoice {
 };
 
 // The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row
-// tiles; 144 and 160 also for 64-row ones (one token tile: kTokenRows64Width for 129..144 tokens,
-// kTokenRows64Width160 for 145..160; plan_rules.h kOddWidths bits 4, 6, 7).
-constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160;
+// tiles; 144 and 160 also for 64-row ones, 176 for those only (one token tile: kTokenRows64Width for
+// 129..144 tokens, kTokenRows64Width160 for 145..160, kTokenRows64Width176 for 161..176; plan_rules.h
+// kOddWidths bits 4, 6, 7, 8).
+constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160, kTokenRows64Width176 = 176;
 inline bool odd_width(int bn) {
-  return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 224;
+  return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 176 || bn == 224;
 }
 
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
 // K-major).
 inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
   const bool odd = odd_width(t.bn) && t.cluster == 1 && (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
-  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 ||
-                                                ((t.bn == kTokenRows64Width || t.bn == kTokenRows64Width160) && odd && t.splits == 1))
-                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 || odd);
+  const bool rows64_width = t.bn == kTokenRows64Width || t.bn == kTokenRows64Width160 || t.bn == kTokenRows64Width176;
+  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || (rows64_width && odd && t.splits == 1))
+                                 : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
+                                                   (odd && t.bn != kTokenRows64Width176));
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
 }
 
@@ -285,9 +287,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     }
   }
   // odd_widths bit 4 (plan_rules.h kTokenRows64MinM): one 64 x 144 swapped tile per 64 weight rows
-  // (129..144 tokens); bit 7: one 64 x 160 tile (145..160 tokens); bit 6: in place of a split plan too.
+  // (129..144 tokens); bit 7: one 64 x 160 tile (145..160 tokens); bit 8: one 64 x 176 tile (161..176
+  // tokens); bit 6: in place of a split plan too.
   const int rows64_bn = M <= kTokenRows64Width                            ? kTokenRows64Width
                         : (odd_widths & 128) && M <= kTokenRows64Width160 ? kTokenRows64Width160
+                        : (odd_widths & 256) && M <= kTokenRows64Width176 ? kTokenRows64Width176
                                                                           : 0;
   if ((odd_widths & 16) && rows64_bn > 0 && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM &&
       (p.splits == 1 || (odd_widths & 64)) && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {

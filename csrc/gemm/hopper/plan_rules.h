@@ -139,7 +139,11 @@ constexpr int kWidth192 = 3;
 // bound (kTokenRows64MinFill4). Both, H200 A/B (3 rounds, us, 63 -> 255): 160x8192x14336 79.8 ->
 // 75.0, 160x8192x8192 51.2 -> 47.4, 145x8192x8192 51.3 -> 46.2, 152x8192x4096 29.8 -> 26.3,
 // 160x8192x11008 64.1 -> 58.9, 144x8192x11008 64.0 -> 58.4; 10 of 10 faster (benchmarks/NOTES.md).
-constexpr int kOddWidths = 255;
+// Bit 8 (2026-12-02h): swapped 64 x 176 tiles (a 48-column last round) for 161..176 tokens, likewise.
+// H200 A/B (3 rounds, us, 255 -> 511), 9 of 9 faster: 161x8192x8192 50.8 -> 46.8, 168x8192x8192 50.9
+// -> 47.4, 176x8192x8192 51.1 -> 47.4, 172x8192x4096 29.9 -> 27.2, 165x8192x11008 65.2 -> 62.1,
+// 176x8192x14336 82.7 -> 80.7 (split 128 x 192 x 2 before), 168x8192x14336 81.3 -> 80.2.
+constexpr int kOddWidths = 511;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
