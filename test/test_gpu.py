@@ -975,13 +975,13 @@ def test_partial_register_stores_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(190, 20000, 520), (170, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
+@pytest.mark.parametrize("shape", [(190, 20000, 520), (180, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
                                    (330, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
     """128x192 tiles (plan_rules.h kWidth192, default TK_HOPPER_BN192=3): swapped
     190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
-    epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 170
+    epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 180
     tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
     pitch: the staged copy-out epilogue, its 3 buffers reused across units); split 128x256 plans
