@@ -21,6 +21,7 @@
 #include "cycles.cuh"
 #include "../../csrc/kittens/hopper/warpgroup.cuh"
 #include "../../csrc/kittens/hopper/wgmma_ops.cuh"
+#include "../../csrc/kittens/hopper/wgmma_ops_rs.cuh"
 
 using namespace kittens::hopper;
 

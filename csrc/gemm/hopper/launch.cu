@@ -6,36 +6,34 @@
 namespace tk::hopper {
 
 namespace {
-// Widths built for 128-row tiles only: 192 (plan.h bn192), 256 (plan.h never pairs 64-row tiles
-// with 256 columns: measured slower), the odd widths 160, 224 (plan_rules.h kOddWidths) and the
-// token widths 72, 80 (plan_rules.h kTokenWidths); 144 and 160 for both (64 rows: plan.h kTokenRows64Width,
-// kTokenRows64Width160); 176 for 64 rows only (kTokenRows64Width176).
-template <typename T, typename OutT, int BN, int BM>
-const char* rows128_only(const GemmArgs& g, void* s) {
-  if constexpr (BM == 64) return "64-row tiles are built 64, 128, 144, 160 or 176 columns wide";
-  else return launch_family<T, OutT, BN, BM>(g, s);
+// The families built (one launch_inst_*.cu each): 128-row tiles 64, 72, 80 (plan_rules.h kTokenWidths),
+// 128, 144, 160, 192, 224 and 256 wide (plan.h never pairs 64-row tiles with 256 columns: measured
+// slower); 64-row tiles 64, 128 and, one token tile, 144, 160, 176 wide (plan.h kTokenRows64Width...).
+constexpr bool family_built(int bm, int bn) {
+  return bm == 64 ? bn == 64 || bn == 128 || bn == 144 || bn == 160 || bn == 176 : bn != 176;
 }
 
-// 176 for 64-row tiles only (plan.h kTokenRows64Width176).
 template <typename T, typename OutT, int BN, int BM>
-const char* rows64_only(const GemmArgs& g, void* s) {
-  if constexpr (BM == 128) return "128-row tiles are not built 176 columns wide";
+const char* built_family(const GemmArgs& g, void* s) {
+  if constexpr (!family_built(BM, BN))
+    return BM == 64 ? "64-row tiles are built 64, 128, 144, 160 or 176 columns wide"
+                    : "128-row tiles are not built 176 columns wide";
   else return launch_family<T, OutT, BN, BM>(g, s);
 }
 
 template <typename T, typename OutT, int BM>
 const char* by_width(const GemmArgs& g, void* s) {
   switch (g.plan.bn) {
-    case 64: return launch_family<T, OutT, 64, BM>(g, s);
-    case 72: return rows128_only<T, OutT, 72, BM>(g, s);
-    case 80: return rows128_only<T, OutT, 80, BM>(g, s);
-    case 128: return launch_family<T, OutT, 128, BM>(g, s);
-    case 144: return launch_family<T, OutT, 144, BM>(g, s);
-    case 160: return launch_family<T, OutT, 160, BM>(g, s);
-    case 176: return rows64_only<T, OutT, 176, BM>(g, s);
-    case 192: return rows128_only<T, OutT, 192, BM>(g, s);
-    case 224: return rows128_only<T, OutT, 224, BM>(g, s);
-    case 256: return rows128_only<T, OutT, 256, BM>(g, s);
+    case 64: return built_family<T, OutT, 64, BM>(g, s);
+    case 72: return built_family<T, OutT, 72, BM>(g, s);
+    case 80: return built_family<T, OutT, 80, BM>(g, s);
+    case 128: return built_family<T, OutT, 128, BM>(g, s);
+    case 144: return built_family<T, OutT, 144, BM>(g, s);
+    case 160: return built_family<T, OutT, 160, BM>(g, s);
+    case 176: return built_family<T, OutT, 176, BM>(g, s);
+    case 192: return built_family<T, OutT, 192, BM>(g, s);
+    case 224: return built_family<T, OutT, 224, BM>(g, s);
+    case 256: return built_family<T, OutT, 256, BM>(g, s);
     default: return "plan.bn must be 64, 72, 80, 128, 144, 160, 176, 192, 224 or 256";
   }
 }
