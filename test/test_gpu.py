@@ -975,14 +975,15 @@ def test_partial_register_stores_in_child_process():
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(190, 20000, 520), (180, 8200, 9000), (250, 11000, 300), (17000, 150, 8300),
+@pytest.mark.parametrize("shape", [(190, 20000, 520), (180, 5000, 9000), (250, 11000, 300), (17000, 150, 8300),
                                    (330, 4100, 9000), (200, 6000, 16000), (380, 14300, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn192(shape, layout, dtype):
     """128x192 tiles (plan_rules.h kWidth192, default TK_HOPPER_BN192=3): swapped
     190 tokens over 157 units on <= 132 CTAs (dynamic schedule: a CTA's next unit reuses the
     epilogue's 3 staging buffers while the previous unit's held rounds are stored), swapped 180
-    tokens split 2 ways (fp32 partials + the reduction), and 250x11000 re-planned unswapped (116
+    tokens split 3 ways (fp32 partials + the reduction; on 8200-wide weights 180 tokens now take
+    64 x 192 tiles, test_gemm_token_rows64), and 250x11000 re-planned unswapped (116
     tiles instead of 86 swapped 128x256), and 17000x150 unswapped over 133 units (a 300-B output
     pitch: the staged copy-out epilogue, its 3 buffers reused across units); split 128x256 plans
     re-planned (330x4100x9000: 66 tiles x 2 splits; 200x6000x16000: swapped 47 x 2 -> unswapped
@@ -997,7 +998,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "511"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "2047"))
 
 
 @needs_hopper
@@ -1127,7 +1128,10 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
                         (150, 8192, 777), (160, 8200, 4100), (145, 6400, 520),  # bit 7: 64 x 160
                         (157, 8448, 14001),
                         (161, 8192, 777), (176, 8200, 4100), (170, 6400, 520),  # bit 8: 64 x 176
-                        (173, 8448, 14001)]
+                        (173, 8448, 14001),
+                        (177, 8192, 777), (192, 8200, 4100), (185, 6400, 520),  # bit 9: 64 x 192
+                        (189, 8448, 14001),
+                        (224, 8200, 14001), (197, 8448, 14001), (210, 6400, 14001)]  # bit 10: 64 x 224 (split plans)
 
 
 @needs_hopper
@@ -1135,21 +1139,52 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape", _TOKEN_ROWS64_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_token_rows64(shape, layout, dtype):
-    """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, 8, default
+    """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, 8, 9, default
     where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, 64 x 176 for
-    161..176, also where the plan would split K; token tails (129, 136, 140 of 144 rows; 145, 150, 157
-    of 160; 161, 170, 173 of 176), weight tails
+    161..176, 64 x 192 for 177..192, also where the plan would split K, and 64 x 224 for 193..224 only
+    there (bit 10); token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176;
+    177, 185, 189 of 192; 197, 210 of 224), weight tails
     (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
     transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
     M, N, K = shape
-    width = 144 if M <= 144 else 160 if M <= 160 else 176
-    need = 16 | {144: 0, 160: 128, 176: 256}[width] | (64 if K > 8192 else 0)
+    width = 144 if M <= 144 else 160 if M <= 160 else 176 if M <= 176 else 192 if M <= 192 else 224
+    need = 16 | {144: 0, 160: 128, 176: 256, 192: 512, 224: 1024}[width] | (64 if K > 8192 else 0)
     if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the 64 x {width} plan here")
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
         assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, width, 1, 1), plan
     _check_gemm_and_addmm(shape, layout, dtype, f"64x{width}")
+
+
+_ROWS64_PAIR_SHAPES = [(170, 8200, 777), (88, 4100, 520), (80, 2000, 4100), (192, 8192, 1000), (131, 6400, 14001)]
+
+
+@_forced_tile_params(_ROWS64_PAIR_SHAPES)
+def test_gemm_token_rows64_pairs(shape, layout, dtype):
+    """Swapped 64-row token tiles (64 x 144..224) in 2-CTA pairs (TK_HOPPER_TILE=1:64:W:1:2, set by
+    test_token_rows64_pairs_in_child_process; a TK_BM64_ODD_CLUSTER build): each CTA loads one slice
+    of the token tile and multicasts it. Slices ending past the tokens as exact boxes (170 of 176:
+    82 of the second 88 rows), slices wholly past them skipped (88, 80 tokens), weight tiles past the
+    end (8200: 129 tiles, the last pair's second CTA has none), several units per CTA (two token
+    tiles at 170 / 192 on 144 / 160 / 176), long odd K."""
+    forced = os.environ.get("TK_HOPPER_TILE", "")
+    m = re.fullmatch(r"1:64:(\d+):1:2", forced)
+    if m is None:
+        pytest.skip("runs in a child process with TK_HOPPER_TILE=1:64:W:1:2 (test_token_rows64_pairs_in_child_process)")
+    w = int(m.group(1))
+    _forced_tile_case(forced, "test_token_rows64_pairs_in_child_process", shape, layout, dtype,
+                      {"swap_ab": True, "bm": 64, "bn": w, "cluster": 2}, f"64x{w} pairs")
+
+
+@needs_hopper
+@pytest.mark.parametrize("w", [144, 160, 176, 192, 224])
+def test_token_rows64_pairs_in_child_process(w):
+    """The 64-row token-tile pairs, each width (kernel_variants.h TK_BM64_ODD_CLUSTER builds only)."""
+    if torch_tk._C.hopper_plan(170, 8200, 777, 132, tile=(True, 64, w, 1, 2))["cluster"] != 2:
+        pytest.skip("64-row token-tile pairs are built with TK_BUILD_DEFINES=TK_BM64_ODD_CLUSTER=1 only")
+    out = _pytest_child({"TK_HOPPER_TILE": f"1:64:{w}:1:2"}, "test_gemm_token_rows64_pairs", timeout=400)
+    assert re.search(r"\b40 passed", out), out[-4000:]
 
 
 @_forced_tile_params([(320, 8200, 520), (230, 8200, 1000)])

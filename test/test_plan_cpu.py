@@ -409,9 +409,9 @@ def test_plan_forced_tile(M, N, K, tile, want):
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == want, p
     assert p["grid"] == p["cluster"] * min(p["units"], 132 // p["cluster"])
     for bad in [(False, 64, 256, 1, 1), (False, 128, 88, 1, 1), (False, 128, 128, 0, 1), (False, 128, 128, 1, 3),
-                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (True, 64, 144, 2, 1), (True, 64, 144, 1, 2),
-                (True, 64, 160, 2, 1), (True, 64, 160, 1, 2), (False, 64, 224, 1, 1), (False, 64, 192, 1, 1),
-                (True, 128, 176, 1, 1), (False, 128, 176, 1, 1), (True, 64, 176, 1, 2),
+                (False, 128, 144, 1, 2), (False, 128, 112, 1, 1), (True, 64, 144, 2, 1),
+                (True, 64, 160, 2, 1), (False, 64, 224, 2, 1), (False, 64, 192, 2, 1), (True, 64, 208, 1, 1),
+                (True, 128, 176, 1, 1), (False, 128, 176, 1, 1),  # (64-row token-tile pairs: test_plan_token_rows64_forced)
                 (False, 128, 224, 1, 2), (False, 128, 240, 1, 1)]:
         assert _C.hopper_plan(M, N, K, 132, tile=bad) == _C.hopper_plan(M, N, K, 132)
     # an odd width only in an orientation whose Y is K-major (odd_layouts bit 0: swapped, bit 1: not)
@@ -553,7 +553,17 @@ def test_plan_token_widths(M, N, K, want):
     (176, 8200, 4100, (176, 129)),
     (170, 6400, 520, (176, 100)),
     (176, 8192, 14336, (176, 128)),  # in place of a split plan (swapped 128 x 192 x 2)
-    (177, 8192, 8192, None),         # more tokens than one 176-wide tile
+    (177, 8192, 8192, (192, 128)),   # bit 9: 64 x 192 for 177..192 tokens
+    (192, 8200, 4100, (192, 129)),
+    (185, 6400, 520, (192, 100)),
+    (192, 8192, 14336, (192, 128)),  # in place of a split plan (swapped 128 x 192 x 2)
+    (190, 6272, 4096, None),         # under 3/4 of a wave
+    (193, 8192, 8192, None),         # more tokens than one 192-wide tile, unsplit (128 x 128)
+    (224, 8192, 14336, (224, 128)),  # bit 10: 64 x 224 for 193..224 tokens, in place of split plans only
+    (193, 8192, 14336, (224, 128)),
+    (216, 6400, 11008, (224, 100)),
+    (224, 8192, 8192, None),         # unsplit one-warpgroup 128 x 128 plan: stays
+    (230, 8192, 14336, None),        # more tokens than one 224-wide tile
     (128, 8192, 8192, None),         # below kTokenRows64MinM
     (136, 8456, 1000, None),         # 133 tiles: more than one wave
     (136, 8192, 14336, (144, 128)),  # bit 6: in place of a split plan (swapped 128 x 160 x 2)
@@ -565,29 +575,50 @@ def test_plan_token_rows64(M, N, K, want):
     """plan.h odd_widths bit 4 (default since 2026-12-01b; TK_HOPPER_ODD_WIDTHS=15 leaves it out):
     129..144 tokens with a row-major A, an unsplit plan of at most one wave re-planned as swapped
     64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; bit 7
-    (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens, bit 8 64 x 176 for 161..176; bit 6 (since 2026-12-02h): also in place
-    of a split plan; 16-bit outputs only."""
+    (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens, bit 8 64 x 176 for 161..176, bit 9 (since
+    2026-12-03) 64 x 192 for 177..192, bit 10 (since 2026-12-03) 64 x 224 for 193..224 in place of split
+    plans only; bit 6 (since 2026-12-02h): also in place of a split plan; 16-bit
+    outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=511)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=2047)
     if want is None:
         assert p == base
         return
     width, units = want
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 64, width, 1, 1, units), p
     assert p["grid"] == units and p["wg_rows"] == 64 and not p["dynamic"] and p["sk_tiles"] == 0
-    assert base["bn"] not in (144, 160, 176) or base["bm"] == 128
+    assert base["bn"] not in (144, 160, 176, 192, 224) or base["bm"] == 128
     assert base["units"] <= 132
-    # each bit on its own: bit 7 is the 160 width, bit 6 the split plans
-    split, wbit = base["splits"] > 1, {144: 0, 160: 128, 176: 256}[width]
+    # each bit on its own: bits 7, 8, 9 the 160, 176, 192 widths, bit 6 the split plans
+    split = base["splits"] > 1
     if split:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~64) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~64) == base
     else:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~64) == p
-    if wbit:  # (without bit 7, 145..160 tokens take bit 8's 176-wide tile)
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=511 & ~(wbit | (256 if width == 160 else 0))) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~64) == p
+    wider = {144: 0, 160: 128 | 256 | 512 | 1024, 176: 256 | 512 | 1024, 192: 512 | 1024, 224: 1024}[width]  # (without its bit, a wider tile)
+    if wider:
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~wider) == base
+        wbit = {160: 128, 176: 256, 192: 512, 224: 1024}[width]
+        q = _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~wbit)
+        assert q == base or (q["bm"], q["bn"]) == (64, {160: 176, 176: 192, 192: 224, 224: 0}[width]), q
     assert _C.hopper_plan(M, N, K, 132, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
+
+
+def test_plan_token_rows64_forced():
+    """Forced 64-row token tiles (TK_HOPPER_TILE): 144..224 wide, unsplit, for a K-major Y (a
+    row-major A under swap-AB); in pairs only in a TK_BM64_ODD_CLUSTER build."""
+    for w in (144, 160, 176, 192, 224):
+        p = _C.hopper_plan(185, 8192, 8192, 132, tile=(True, 64, w, 1, 1))
+        assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"]) == (True, 64, w, 1, 1), p
+        default = _C.hopper_plan(185, 8192, 8192, 132)
+        assert _C.hopper_plan(185, 8192, 8192, 132, tile=(True, 64, w, 2, 1)) == default  # no split 64-row token tiles
+        assert _C.hopper_plan(185, 8192, 8192, 132, tile=(True, 64, w, 1, 1), odd_layouts=2) == \
+            _C.hopper_plan(185, 8192, 8192, 132, odd_layouts=2)  # an MN-major Y: not built
+        pair = _C.hopper_plan(185, 8192, 8192, 132, tile=(True, 64, w, 1, 2))
+        assert pair == default or (pair["bn"], pair["cluster"], pair["units"]) == (w, 2, 64 * -(-185 // w)), pair
+    assert _C.hopper_plan(185, 8192, 8192, 132, tile=(True, 64, 208, 1, 1)) == _C.hopper_plan(185, 8192, 8192, 132)
 
 
 @pytest.mark.parametrize("M,N,K,want", [

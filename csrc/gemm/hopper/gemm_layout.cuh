@@ -25,7 +25,8 @@ using namespace kittens::hopper;
 // k tile serves 512 tensor cycles (GemmPlan::wg_rows; 128 x 128 tiles, one unit per CTA).
 // RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
-// the ring gets one stage more (128 x 128: 7 instead of 6).
+// the ring gets one stage more (128 x 128: 7 instead of 6; 64-row token tiles 64 x 144 / 160: 8
+// instead of 7, 64 x 176 / 192: 7 instead of 6).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
 struct gemm_layout {
@@ -35,7 +36,8 @@ struct gemm_layout {
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
   static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
-  static_assert(!RING_STAGING_ || (WG_ROWS_ == 128 && CLUSTER_ == 1), "ring staging: one-warpgroup tiles only");
+  static_assert(!RING_STAGING_ || ((WG_ROWS_ == 128 || (BM_ == 64 && BN_ > 128)) && CLUSTER_ == 1),
+                "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered");
   static constexpr bool kRingStaging = RING_STAGING_;
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
   static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
@@ -84,9 +86,10 @@ struct gemm_layout {
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
   static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
   static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
-  static_assert(!kPartialRound || (!YMn && CLUSTER_ == 1 && !STREAM_K_ && (BM_ == 64 || WG_ROWS_ == 64 || BN_ < 128)),
-                "narrow last rounds: unclustered tiles with a K-major Y only (one warpgroup over two strips: token widths "
-                "only)");
+  static_assert(!kPartialRound || (!YMn && (CLUSTER_ == 1 || BM_ == 64) && !STREAM_K_ &&
+                                   (BM_ == 64 || WG_ROWS_ == 64 || BN_ < 128)),
+                "narrow last rounds: unclustered tiles (or 64-row token tiles) with a K-major Y only (one warpgroup over "
+                "two strips: token widths only)");
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
   // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the
@@ -154,7 +157,12 @@ struct gemm_layout {
   // 128-token tile with 64 rows past M 47 -> 65 us of operand delivery, 42 us as a 64-row box), so
   // the last tile's rows come through a map with an exact box and the slot's other rows keep stale
   // data, which only reaches outputs past M / N (never stored).
-  static constexpr bool kXTail = !XMn, kYTail = !YMn && CLUSTER_ == 1;
+  // In a cluster Y goes out in slices; the 64-row token tiles (wider than 128: kernel_variants.h
+  // TK_BM64_ODD_CLUSTER) load the slice that ends past the tokens as an exact box and skip the
+  // slices wholly past them (producer_loads.cuh), the other clustered kernels whole zero-filled boxes.
+  static constexpr bool kYSliceTail = CLUSTER_ > 1 && BM_ == 64 && BN_ > 128 && !YMn;
+  static constexpr bool kXTail = !XMn, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail);
+  static constexpr int Y_SLICE_ROWS = BN_ / CLUSTER_;  // rows of Y each CTA of a cluster loads
   static_assert(STAGES >= 3, "pipeline too shallow");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };

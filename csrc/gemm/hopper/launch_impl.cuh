@@ -106,7 +106,11 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   static const bool tail_boxes = env_flag("TK_HOPPER_TAIL_BOX", true);
   CUtensorMap tx_tail = tx, ty_tail = ty;
   const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
-  const int y_tail_rows = tail_boxes && L::kYTail ? op.cols % L::BN : 0;
+  // Sliced in a cluster (gemm_layout kYSliceTail): the rows of the slice that ends past cols, or a
+  // whole slice when none does (> 0 marks tail boxes on; producer_loads.cuh unit_loads).
+  const int y_tail_rows = !(tail_boxes && L::kYTail) ? 0
+                          : L::kYSliceTail           ? (op.cols % L::Y_SLICE_ROWS == 0 ? L::Y_SLICE_ROWS : op.cols % L::Y_SLICE_ROWS)
+                                                     : op.cols % L::BN;
   if ((x_tail_rows > 0 &&
        make_tma_desc(&tx_tail, gx, tma_dtype<T>(), L::a_tile::kBoxInner, x_tail_rows, promo_x) != CUDA_SUCCESS) ||
       (y_tail_rows > 0 &&
@@ -321,15 +325,34 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 
 }  // namespace detail
 
+namespace detail {
+// TK_HOPPER_RING_STAGING=0|1 (A/B, read once): plan.h ring_staging never / at every K; -1 unset.
+inline int ring_staging_knob() {
+  static const int ring = [] {
+    const char* e = std::getenv("TK_HOPPER_RING_STAGING");
+    return e == nullptr ? -1 : std::atoi(e) != 0;
+  }();
+  return ring;
+}
+}  // namespace detail
+
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
-  if constexpr (BM == 64 && BN % 64 != 0) {
-    // 64 x 144 / 160 / 176 (plan.h kTokenRows64Width, ...160, ...176): unclustered, K-major Y, as the
-    // 128-row odd widths.
+  if constexpr (BM == 64 && BN > 128) {
+    // 64 x 144 / 160 / 176 / 192 token tiles (plan.h kTokenRows64Width...): K-major Y, as the 128-row
+    // odd widths; unclustered, or in pairs in a TK_BM64_ODD_CLUSTER build (kernel_variants.h).
     if constexpr (YMn) {
-      return "64-row tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB)";
+      return "64-row tiles wider than 128 columns need a K-major Y (A row-major under swap-AB)";
     } else {
-      if (g.plan.cluster != 1 || g.plan.sk_tiles > 0) return "64-row tiles of 144, 160 or 176 columns: unclustered kernels only";
+      if (g.plan.sk_tiles > 0) return "64-row tiles run without a stream-K tail";
+#if TK_BM64_ODD_CLUSTER
+      if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 64>>(g, op, s);
+#endif
+      if (g.plan.cluster != 1) return "64-row tiles wider than 128 columns: unclustered kernels only";
+      if constexpr (sizeof(OutT) == 2) {  // staging in the stage ring, one stage more (plan.h ring_staging)
+        if (ring_staging(g.plan, g.K, detail::ring_staging_knob()))
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64, 64, true>>(g, op, s);
+      }
       return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
     }
   } else if constexpr (BM == 64) {
@@ -370,13 +393,8 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no clustered kernel for this tile width";
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan_rules.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
-        // Staging in the stage ring, 7 stages (gemm_layout), by plan.h ring_staging;
-        // TK_HOPPER_RING_STAGING=0|1 (A/B, read once): never / at every K.
-        static const int ring = [] {
-          const char* e = std::getenv("TK_HOPPER_RING_STAGING");
-          return e == nullptr ? -1 : std::atoi(e) != 0;
-        }();
-        if (ring_staging(g.plan, g.K, ring))
+        // Staging in the stage ring, 7 stages (gemm_layout), by plan.h ring_staging.
+        if (ring_staging(g.plan, g.K, detail::ring_staging_knob()))
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
       }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);

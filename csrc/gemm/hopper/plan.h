@@ -70,7 +70,8 @@ struct TileChoice {
 // tiles; 144 and 160 also for 64-row ones, 176 for those only (one token tile: kTokenRows64Width for
 // 129..144 tokens, kTokenRows64Width160 for 145..160, kTokenRows64Width176 for 161..176; plan_rules.h
 // kOddWidths bits 4, 6, 7, 8).
-constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160, kTokenRows64Width176 = 176;
+constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160, kTokenRows64Width176 = 176,
+              kTokenRows64Width192 = 192, kTokenRows64Width224 = 224;
 inline bool odd_width(int bn) {
   return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 176 || bn == 224;
 }
@@ -78,9 +79,13 @@ inline bool odd_width(int bn) {
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
 // K-major).
 inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3) {
-  const bool odd = odd_width(t.bn) && t.cluster == 1 && (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
-  const bool rows64_width = t.bn == kTokenRows64Width || t.bn == kTokenRows64Width160 || t.bn == kTokenRows64Width176;
-  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || (rows64_width && odd && t.splits == 1))
+  const bool k_major_y = (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
+  const bool odd = odd_width(t.bn) && t.cluster == 1 && k_major_y;
+  // 64-row token tiles (K-major Y, unsplit), in pairs only in a TK_BM64_ODD_CLUSTER build.
+  const bool rows64_width = t.bn == kTokenRows64Width || t.bn == kTokenRows64Width160 ||
+                            t.bn == kTokenRows64Width176 || t.bn == kTokenRows64Width192 || t.bn == kTokenRows64Width224;
+  const bool rows64 = rows64_width && k_major_y && t.splits == 1 && (t.cluster == 1 || TK_BM64_ODD_CLUSTER);
+  const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || rows64)
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
                                                    (odd && t.bn != kTokenRows64Width176));
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
@@ -99,10 +104,12 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
   return bn;
 }
 
-// Whether a one-warpgroup 128 x 128 plan runs the ring-staging kernel: unsplit, one unit per CTA,
-// and K long enough (kRingStagingMinKTiles). forced: -1 the rule, 0 never, 1 at every K.
+// Whether a one-warpgroup 128 x 128 plan, or a 64-row token-tile one (64 x 144..192), runs the
+// ring-staging kernel: unsplit, unclustered, one unit per CTA, and K long enough
+// (kRingStagingMinKTiles). forced: -1 the rule, 0 never, 1 at every K.
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
-  const bool one_unit = p.wg_rows == 128 && p.units <= p.grid && !p.dynamic && p.splits == 1;
+  const bool kernel = (p.wg_rows == 128 && p.bn == 128) || (p.bm == 64 && p.bn > 128);
+  const bool one_unit = kernel && p.cluster == 1 && p.units <= p.grid && !p.dynamic && p.splits == 1;
   const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= kRingStagingMinKTiles;
   return one_unit && (forced == 1 || (forced < 0 && long_k));
 }
@@ -288,10 +295,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   }
   // odd_widths bit 4 (plan_rules.h kTokenRows64MinM): one 64 x 144 swapped tile per 64 weight rows
   // (129..144 tokens); bit 7: one 64 x 160 tile (145..160 tokens); bit 8: one 64 x 176 tile (161..176
-  // tokens); bit 6: in place of a split plan too.
+  // tokens); bit 9: one 64 x 192 tile (177..192 tokens); bit 6: in place of a split plan too; bit 10:
+  // one 64 x 224 tile (193..224 tokens) in place of a split plan only.
   const int rows64_bn = M <= kTokenRows64Width                            ? kTokenRows64Width
                         : (odd_widths & 128) && M <= kTokenRows64Width160 ? kTokenRows64Width160
                         : (odd_widths & 256) && M <= kTokenRows64Width176 ? kTokenRows64Width176
+                        : (odd_widths & 512) && M <= kTokenRows64Width192 ? kTokenRows64Width192
+                        : (odd_widths & 1024) && M <= kTokenRows64Width224 && p.splits > 1 ? kTokenRows64Width224
                                                                           : 0;
   if ((odd_widths & 16) && rows64_bn > 0 && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM &&
       (p.splits == 1 || (odd_widths & 64)) && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {

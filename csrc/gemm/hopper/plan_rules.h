@@ -143,7 +143,14 @@ constexpr int kWidth192 = 3;
 // H200 A/B (3 rounds, us, 255 -> 511), 9 of 9 faster: 161x8192x8192 50.8 -> 46.8, 168x8192x8192 50.9
 // -> 47.4, 176x8192x8192 51.1 -> 47.4, 172x8192x4096 29.9 -> 27.2, 165x8192x11008 65.2 -> 62.1,
 // 176x8192x14336 82.7 -> 80.7 (split 128 x 192 x 2 before), 168x8192x14336 81.3 -> 80.2.
-constexpr int kOddWidths = 511;
+// Bit 9 (2026-12-03): swapped 64 x 192 tiles for 177..192 tokens, likewise. H200 A/B (NT, dirty L2,
+// us, 511 -> 1023; 3 rounds): 177x8192x8192 51.4 -> 48.0, 192x8192x8192 52.0 -> 48.5, 188x8192x4096
+// 30.2 -> 28.1, 184x8192x11008 67.0 -> 63.8, 184x8192x14336 83.7 -> 82.0, 192x8192x14336 83.4 -> 82.3
+// (split 128 x 192 x 2 before); 2 rounds: 180x7168x14336 77.4 -> 76.1, 190x6400x11008 59.5 -> 57.9,
+// 185x8448x4096 30.6 -> 28.1, but 192x8192x28672 157.4 -> 161.7; fp16 3 of 3 faster.
+// Bit 10 (2026-12-03): swapped 64 x 224 tiles for 193..224 tokens in place of split plans only (the
+// unsplit 128 x 128 plans there stay: 1.10-1.13x torch.mm).
+constexpr int kOddWidths = 2047;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
@@ -227,8 +234,12 @@ constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // of 6, from this many k tiles on (K >= 8192). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
 // median us, separate / ring): 256x8192x8192 54.0 / 52.8 and 54.7 / 53.7, 192x8192x8192 53.5 /
 // 52.0, 200x8192x8192 52.6 / 51.5, 160x8192x8192 52.0 / 50.4; shorter K lost: 128x14336x4096
-// 39.6 / 40.5 (64 k tiles); clean L2 even. TK_HOPPER_RING_STAGING=0|1 (launch_impl.cuh) forces it
-// off / on for every such plan.
+// 39.6 / 40.5 (64 k tiles); clean L2 even. Since 2026-12-03 also the 64-row token tiles (64 x 144..224,
+// plan.h kTokenRows64Width...: 8 stages instead of 7 at 144 / 160, 7 instead of 6 at 176 / 192, 6
+// instead of 5 at 224), H200 A/B (3 rounds, dirty L2, us, separate / ring): 168x8192x14336 80.4 /
+// 75.7, 184x8192x14336 81.5 / 78.3, 192x8192x11008 64.7 / 61.4, 176x8192x8192 48.1 / 46.5,
+// 136x8192x14336 72.9 / 71.6, 160x8192x14336 74.4 / 73.9. TK_HOPPER_RING_STAGING=0|1
+// (launch_impl.cuh) forces it off / on for every such plan.
 constexpr int kRingStagingMinKTiles = 128;
 // 1: 64-row rule 1's tiles (plan_gemm) run as 2-CTA clusters multicasting the weight tile (the
 // default until 2026-11-28e); 0: unclustered. H200 (2026-11-28e, forced tiles on one build with

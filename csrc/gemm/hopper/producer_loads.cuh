@@ -18,6 +18,7 @@ struct UnitLoads {
   int m0, n0;                // first row of X / column of Y of this CTA's tile
   uint32_t stage_tx;         // bytes a stage's full barrier expects (zero-filled ones past K included)
   bool x_none;               // a cluster's CTA past the last row tile: no X load
+  bool y_none;               // gemm_layout kYSliceTail: this CTA's slice of Y lies wholly past N: no Y load
 };
 
 template <class L, typename OutT>
@@ -36,13 +37,31 @@ __device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int
   // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
   constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
   const uint32_t x_bytes = u.x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
-  const uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kYRow : uint32_t(L::b_tile::kBytes);
+  uint32_t y_bytes = y_tail ? uint32_t(ep.y_tail_rows) * kYRow : uint32_t(L::b_tile::kBytes);
+  u.y_none = false;
+  if constexpr (L::kYSliceTail) {
+    // Slices of R rows, one per CTA of the cluster, each multicast to all: every CTA expects all
+    // slices' bytes. With tail boxes (y_tail_rows = N % R, or R when that is 0; launch_impl.cuh) a
+    // slice ending past N comes as an exact box of y_tail_rows rows and one wholly past N not at
+    // all (its rows only reach columns past N, never stored); without, every slice whole, zero-filled.
+    constexpr int R = L::Y_SLICE_ROWS;
+    const bool boxes = ep.y_tail_rows > 0;
+    y_bytes = 0;
+#pragma unroll
+    for (int part = 0; part < L::CLUSTER; ++part) {
+      const int v = N - (u.n0 + part * R);
+      y_bytes += !boxes || v >= R ? uint32_t(R) * kYRow : v > 0 ? uint32_t(v) * kYRow : 0u;
+    }
+    const int v = N - (u.n0 + rank * R);
+    u.y_none = boxes && v <= 0;
+    u.map_y = boxes && v > 0 && v < R ? tm_b_tail : tm_b;
+  }
   u.stage_tx = uint32_t(L::KT) * (x_bytes + y_bytes);
   return u;
 }
 
 // Stage s <- k tiles kt .. kt + KT - 1 of the unit (its empty slot already won). In a cluster, Y
-// goes out as this CTA's multicast slice (tm_b: the tail map has no slices).
+// goes out as this CTA's multicast slice (tm_b; the tail map only for kYSliceTail, unit_loads).
 template <class L>
 __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s, int kt, const UnitLoads& u,
                                             const CUtensorMap* tm_b, int rank, bool hint_x, bool hint_y,
@@ -53,10 +72,11 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
     uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
     const int k0 = (kt + j) * L::BK;
     if (!u.x_none) L::a_tile::load(sub, u.map_x, &full[s], u.m0, k0, hint_x, evict_first);
-    if constexpr (L::CLUSTER > 1)
-      L::b_tile::load_slice(sub + L::a_tile::kBytes, tm_b, &full[s], u.n0, k0, rank, uint16_t((1u << L::CLUSTER) - 1),
-                            hint_y, evict_first);
-    else
+    if constexpr (L::CLUSTER > 1) {
+      if (!u.y_none)
+        L::b_tile::load_slice(sub + L::a_tile::kBytes, L::kYSliceTail ? u.map_y : tm_b, &full[s], u.n0, k0, rank,
+                              uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
+    } else
       L::b_tile::load(sub + L::a_tile::kBytes, u.map_y, &full[s], u.n0, k0, hint_y, evict_first);
   }
 }
