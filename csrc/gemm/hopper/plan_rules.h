@@ -148,8 +148,11 @@ constexpr int kWidth192 = 3;
 // 30.2 -> 28.1, 184x8192x11008 67.0 -> 63.8, 184x8192x14336 83.7 -> 82.0, 192x8192x14336 83.4 -> 82.3
 // (split 128 x 192 x 2 before); 2 rounds: 180x7168x14336 77.4 -> 76.1, 190x6400x11008 59.5 -> 57.9,
 // 185x8448x4096 30.6 -> 28.1, but 192x8192x28672 157.4 -> 161.7; fp16 3 of 3 faster.
-// Bit 10 (2026-12-03): swapped 64 x 224 tiles for 193..224 tokens in place of split plans only (the
-// unsplit 128 x 128 plans there stay: 1.10-1.13x torch.mm).
+// Bit 10 (2026-12-03): swapped 64 x 224 tiles for 193..224 tokens in place of split plans only (split
+// swapped 128 x 256 x 2 there; the unsplit 128 x 128 plans of K <= 11008 stay: 1.10-1.13x torch.mm).
+// H200 A/B (3 rounds, NT, dirty L2, us, 1023 -> 2047), 6 of 6 faster in every round: 224x8192x14336
+// 92.2 -> 84.4, 208x8192x14336 92.6 -> 84.6, 193x8192x14336 91.0 -> 83.2, 224x7168x14336 87.8 -> 80.6,
+// 216x6400x11008 67.0 -> 59.5, 224x8192x28672 175.9 -> 166.5.
 constexpr int kOddWidths = 2047;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
