@@ -26,7 +26,7 @@ using namespace kittens::hopper;
 // RING_STAGING_ (A/B, TK_HOPPER_RING_STAGING=1; one unit per CTA only, launch_impl.cuh checks): the
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6; 64-row token tiles 64 x 144 / 160: 8
-// instead of 7, 64 x 176 / 192: 7 instead of 6).
+// instead of 7, 64 x 176 / 192: 7 instead of 6, 64 x 224: 6 instead of 5).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
 struct gemm_layout {

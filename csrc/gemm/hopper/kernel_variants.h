@@ -48,12 +48,13 @@
 #define TK_WG128_CLUSTER 0
 #endif
 
-// TK_BM64_ODD_CLUSTER=1 (build define, A/B): the swapped 64-row token-tile kernels (64 x 144 / 160 /
-// 176 / 192, plan.h kTokenRows64Width...) also in 2-CTA clusters: two weight tiles share the token
+// TK_BM64_ODD_CLUSTER=1 (build define, A/B): the swapped 64-row token-tile kernels (64 x 144 .. 224,
+// plan.h rows64_token_width) also in 2-CTA clusters: two weight tiles share the token
 // tile, each CTA loading half of it (a slice) and multicasting it to both, the slice that ends past
 // the tokens through an exact tail box (gemm_layout kYTail). Why: unclustered, every CTA re-reads
 // the whole token tile from L2 (at 168x8192x14336 on 64 x 176: 176 of its 240 operand rows per k
 // tile), and cuBLAS runs 1.1x faster there; taken only by a forced TK_HOPPER_TILE=1:64:W:1:2.
+// H200 2026-12-03 (benchmarks/NOTES.md): 6-11% slower than unclustered on 7 of 7 shapes.
 #ifndef TK_BM64_ODD_CLUSTER
 #define TK_BM64_ODD_CLUSTER 0
 #endif

@@ -8,9 +8,9 @@ namespace tk::hopper {
 namespace {
 // The families built (one launch_inst_*.cu each): 128-row tiles 64, 72, 80 (plan_rules.h kTokenWidths),
 // 128, 144, 160, 192, 224 and 256 wide (plan.h never pairs 64-row tiles with 256 columns: measured
-// slower); 64-row tiles 64, 128 and, one token tile, 144, 160, 176, 192, 224 wide (plan.h kTokenRows64Width...).
+// slower); 64-row tiles 64, 128 and, one token tile, 144..224 wide (plan.h rows64_token_width).
 constexpr bool family_built(int bm, int bn) {
-  return bm == 64 ? bn == 64 || bn == 128 || bn == 144 || bn == 160 || bn == 176 || bn == 192 || bn == 224 : bn != 176;
+  return bm == 64 ? bn == 64 || bn == 128 || rows64_token_width(bn) : bn != kTokenRows64Width176;
 }
 
 template <typename T, typename OutT, int BN, int BM>

@@ -339,7 +339,7 @@ inline int ring_staging_knob() {
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BM == 64 && BN > 128) {
-    // 64 x 144 / 160 / 176 / 192 token tiles (plan.h kTokenRows64Width...): K-major Y, as the 128-row
+    // 64 x 144 .. 224 token tiles (plan.h rows64_token_width): K-major Y, as the 128-row
     // odd widths; unclustered, or in pairs in a TK_BM64_ODD_CLUSTER build (kernel_variants.h).
     if constexpr (YMn) {
       return "64-row tiles wider than 128 columns need a K-major Y (A row-major under swap-AB)";

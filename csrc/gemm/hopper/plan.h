@@ -41,7 +41,7 @@ namespace tk::hopper {
 struct GemmPlan {
   bool swap_ab;  // kernel rows are N, kernel columns are M
   int bm;        // 128 (two consumer warpgroups) or 64 (one)
-  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 224 (odd_widths), 72, 80 (kTokenWidths)
+  int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 176, 224 (odd_widths), 72, 80 (kTokenWidths)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
@@ -67,13 +67,17 @@ struct TileChoice {
 };
 
 // The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row
-// tiles; 144 and 160 also for 64-row ones, 176 for those only (one token tile: kTokenRows64Width for
-// 129..144 tokens, kTokenRows64Width160 for 145..160, kTokenRows64Width176 for 161..176; plan_rules.h
-// kOddWidths bits 4, 6, 7, 8).
+// tiles; 144, 160 and 224 also for 64-row ones, 176 for those only.
 constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160, kTokenRows64Width176 = 176,
               kTokenRows64Width192 = 192, kTokenRows64Width224 = 224;
 inline bool odd_width(int bn) {
   return bn == 72 || bn == 80 || bn == 144 || bn == 160 || bn == 176 || bn == 224;
+}
+// The 64-row token tiles, one for all tokens (plan_gemm's odd_widths bits 4, 7, 8, 9, 10: 129..144,
+// 145..160, 161..176, 177..192 and 193..224 tokens), K-major Y only; launch.cu builds them.
+constexpr bool rows64_token_width(int bn) {
+  return bn == kTokenRows64Width || bn == kTokenRows64Width160 || bn == kTokenRows64Width176 ||
+         bn == kTokenRows64Width192 || bn == kTokenRows64Width224;
 }
 
 // odd_layouts: as for plan_gemm's odd widths (unclustered, and only in an orientation whose Y is
@@ -82,9 +86,7 @@ inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3
   const bool k_major_y = (odd_layouts & (t.swap_ab ? 1 : 2)) != 0;
   const bool odd = odd_width(t.bn) && t.cluster == 1 && k_major_y;
   // 64-row token tiles (K-major Y, unsplit), in pairs only in a TK_BM64_ODD_CLUSTER build.
-  const bool rows64_width = t.bn == kTokenRows64Width || t.bn == kTokenRows64Width160 ||
-                            t.bn == kTokenRows64Width176 || t.bn == kTokenRows64Width192 || t.bn == kTokenRows64Width224;
-  const bool rows64 = rows64_width && k_major_y && t.splits == 1 && (t.cluster == 1 || TK_BM64_ODD_CLUSTER);
+  const bool rows64 = rows64_token_width(t.bn) && k_major_y && t.splits == 1 && (t.cluster == 1 || TK_BM64_ODD_CLUSTER);
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || rows64)
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
                                                    (odd && t.bn != kTokenRows64Width176));
@@ -104,7 +106,7 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
   return bn;
 }
 
-// Whether a one-warpgroup 128 x 128 plan, or a 64-row token-tile one (64 x 144..192), runs the
+// Whether a one-warpgroup 128 x 128 plan, or a 64-row token-tile one (64 x 144..224), runs the
 // ring-staging kernel: unsplit, unclustered, one unit per CTA, and K long enough
 // (kRingStagingMinKTiles). forced: -1 the rule, 0 never, 1 at every K.
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
