@@ -39,6 +39,7 @@ py::dict plan_dict(const tk::hopper::GemmPlan& p) {
   d["sk_tiles"] = p.sk_tiles;
   d["sk_parts"] = p.sk_parts;
   d["wg_rows"] = p.wg_rows;
+  d["ring_staging"] = p.ring_staging;
   d["fused_split"] = p.fused_split;
   d["evict_first"] = p.evict_first;
   return d;

@@ -805,7 +805,7 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
     gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan_rules.h kUnswapOneWave128) and swapped
     (fp32 output; 16-bit too under TK_HOPPER_UNSWAP128=0, test_unswap128_off_in_child_process),
     token and weight tails, odd K, 16-bit output through the TMA-store epilogue (one staging area
-    per strip) and fp32 output from registers, addmm terms, 4 layouts. From K = 8192 (plan.h
+    per strip) and fp32 output from registers, addmm terms, 4 layouts. From K = 6144 (plan_rules.h
     kRingStagingMinKTiles) the staging boxes lie in the stage ring (the last two shapes: a TMA
     store, and an odd output pitch through the staged copy-out after an odd-K re-pitch copy)."""
     M, N, K = shape
@@ -814,6 +814,8 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
         assert plan["wg_rows"] == 64
         pytest.skip("TK_HOPPER_ONE_WG turns one-warpgroup 128x128 tiles off")
     assert plan["wg_rows"] == 128 and plan["bm"] == 128 and plan["bn"] == 128, f"shape no longer takes this path: {plan}"
+    ring = os.environ.get("TK_HOPPER_RING_STAGING")  # the knob, else the rule (K >= 6144)
+    assert plan["ring_staging"] == (not out_fp32 and (ring == "1" or (ring is None and -(-K // 64) >= 96))), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
 
@@ -1145,7 +1147,8 @@ def test_gemm_token_rows64(shape, layout, dtype):
     there (bit 10); token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176;
     177, 185, 189 of 192; 197, 210 of 224), weight tails
     (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
-    transposed TMA box; other layouts than a row-major A get other plans, checked all the same."""
+    transposed TMA box; other layouts than a row-major A get other plans, checked all the same. From
+    K = 2048 (plan_rules.h kRingStagingMinKTilesRows64) the staging boxes lie in the stage ring."""
     M, N, K = shape
     width = 144 if M <= 144 else 160 if M <= 160 else 176 if M <= 176 else 192 if M <= 192 else 224
     need = 16 | {144: 0, 160: 128, 176: 256, 192: 512, 224: 1024}[width] | (64 if K > 8192 else 0)
@@ -1154,6 +1157,8 @@ def test_gemm_token_rows64(shape, layout, dtype):
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A)
         assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["cluster"]) == (True, 64, width, 1, 1), plan
+        ring = os.environ.get("TK_HOPPER_RING_STAGING")  # the knob, else the rule (K >= 1985: 32 k tiles)
+        assert plan["ring_staging"] == (ring == "1" or (ring is None and K >= 1985)), plan
     _check_gemm_and_addmm(shape, layout, dtype, f"64x{width}")
 
 
@@ -1255,7 +1260,7 @@ def test_bn224_in_child_process():
 @pytest.mark.parametrize("ring", ["1", "0"])
 def test_ring_staging_in_child_process(ring):
     """The one-warpgroup 128x128 kernels with the epilogue's staging boxes in the stage ring (7
-    stages) at every K (TK_HOPPER_RING_STAGING=1; by default from K = 8192 only), and beside it at
+    stages) at every K (TK_HOPPER_RING_STAGING=1; by default from K = 6144 only), and beside it at
     every K (=0): swapped and unswapped, tails, addmm terms, 16-bit outputs through the TMA store
     or the staged copy-out (fp32 outputs have no staging: the usual kernel)."""
     out = _pytest_child({"TK_HOPPER_RING_STAGING": ring}, "test_gemm_one_warpgroup_128x128", timeout=400)

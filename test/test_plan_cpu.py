@@ -606,6 +606,31 @@ def test_plan_token_rows64(M, N, K, want):
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
 
 
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: the plan's ring_staging (plan_rules.h kRingStagingMinKTiles: one-warpgroup 128 x 128 from
+    # 96 k tiles; kRingStagingMinKTilesRows64: 64-row token tiles from 32), with the expected tile
+    (256, 8192, 6144, ((128, 128), True)), (224, 8192, 6081, ((128, 128), True)),
+    (256, 8192, 6080, ((128, 128), False)), (128, 14336, 4096, ((128, 128), False)),
+    (256, 8192, 8192, ((128, 128), True)),
+    (172, 8192, 4096, ((64, 176), True)), (160, 6400, 2048, ((64, 160), True)),
+    (140, 8448, 1985, ((64, 144), True)), (140, 8448, 1984, ((64, 144), False)),
+    (192, 8192, 1024, ((64, 192), False)),
+    (8192, 8192, 8192, ((128, 256), False)),  # many units per CTA: staging beside the ring
+])
+def test_plan_ring_staging(M, N, K, want):
+    """Which plans stage the 16-bit epilogue inside the idle stage ring (plan.h ring_staging, one
+    stage more): unsplit one-unit-per-CTA one-warpgroup 128 x 128 plans from K = 6144 and 64-row
+    token tiles from K = 2048 (H200 A/Bs in plan_rules.h); never for an fp32 output (no staging)."""
+    tile, ring = want
+    p = _C.hopper_plan(M, N, K, 132)
+    assert (p["bm"], p["bn"]) == tile, p
+    assert p["ring_staging"] == ring, p
+    if ring:
+        assert p["splits"] == 1 and p["cluster"] == 1 and p["units"] <= p["grid"] and not p["dynamic"]
+        assert p["wg_rows"] == 128 or p["bm"] == 64
+    assert not _C.hopper_plan(M, N, K, 132, all_widths=False)["ring_staging"]
+
+
 def test_plan_token_rows64_forced():
     """Forced 64-row token tiles (TK_HOPPER_TILE): 144..224 wide, unsplit, for a K-major Y (a
     row-major A under swap-AB); in pairs only in a TK_BM64_ODD_CLUSTER build."""

@@ -142,10 +142,15 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_SECTOR_CLUSTERS=0: 128 x 256 plans do not cluster for a Y pitch that splits 32-B
   // sectors (plan_rules.h kSplitSectorClusters).
   TK_KNOB int sector_clusters = env_int("TK_HOPPER_SECTOR_CLUSTERS", hopper::kSplitSectorClusters, 0, 1);
-  return hopper::plan_gemm(M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow,
-                           dynamic != 0, stream_k, fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0,
-                           swap, sk_fill, bm64 == 2, one_wg, bn192, unswap128, tile ? &*tile : nullptr,
-                           odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2), mid64, out_tma, split_sectors, sector_clusters);
+  // TK_HOPPER_RING_STAGING=0|1: plan.h ring_staging never / at every K (A/B); unset, the rule.
+  TK_KNOB int ring = env_int("TK_HOPPER_RING_STAGING", -1, 0, 1);
+  hopper::GemmPlan p = hopper::plan_gemm(
+      M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow, dynamic != 0, stream_k,
+      fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0, swap, sk_fill, bm64 == 2, one_wg,
+      bn192, unswap128, tile ? &*tile : nullptr, odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2), mid64, out_tma,
+      split_sectors, sector_clusters);
+  if (ring >= 0) p.ring_staging = !out_fp32 && hopper::ring_staging(p, K, ring);
+  return p;
 }
 
 // TK_HOPPER_STORE: the 16-bit epilogue's variant (launch.h StoreVariant): unset or "deferred"

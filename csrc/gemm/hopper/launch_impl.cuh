@@ -325,17 +325,6 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
 
 }  // namespace detail
 
-namespace detail {
-// TK_HOPPER_RING_STAGING=0|1 (A/B, read once): plan.h ring_staging never / at every K; -1 unset.
-inline int ring_staging_knob() {
-  static const int ring = [] {
-    const char* e = std::getenv("TK_HOPPER_RING_STAGING");
-    return e == nullptr ? -1 : std::atoi(e) != 0;
-  }();
-  return ring;
-}
-}  // namespace detail
-
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
 const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op, cudaStream_t s) {
   if constexpr (BM == 64 && BN > 128) {
@@ -350,7 +339,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 #endif
       if (g.plan.cluster != 1) return "64-row tiles wider than 128 columns: unclustered kernels only";
       if constexpr (sizeof(OutT) == 2) {  // staging in the stage ring, one stage more (plan.h ring_staging)
-        if (ring_staging(g.plan, g.K, detail::ring_staging_knob()))
+        if (g.plan.ring_staging)
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64, 64, true>>(g, op, s);
       }
       return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
@@ -394,7 +383,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if constexpr (BN <= 128) {  // one consumer warpgroup, two 64-row strips (plan_rules.h kOneWarpgroupWidths)
       if constexpr (BN == 128 && sizeof(OutT) == 2) {
         // Staging in the stage ring, 7 stages (gemm_layout), by plan.h ring_staging.
-        if (ring_staging(g.plan, g.K, detail::ring_staging_knob()))
+        if (g.plan.ring_staging)
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
       }
       if (g.plan.wg_rows == 128) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);

@@ -53,6 +53,7 @@ struct GemmPlan {
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
   int evict_first;   // operands loaded under an L2 evict_first policy: bit 0 A, bit 1 B
   int wg_rows;       // rows per consumer warpgroup: 64, or 128 (bm 128: one warpgroup, two strips)
+  bool ring_staging; // 16-bit output staged inside the idle stage ring, one stage more (ring_staging below)
 };
 
 constexpr int kPlanBK = 64;
@@ -107,12 +108,14 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
 }
 
 // Whether a one-warpgroup 128 x 128 plan, or a 64-row token-tile one (64 x 144..224), runs the
-// ring-staging kernel: unsplit, unclustered, one unit per CTA, and K long enough
-// (kRingStagingMinKTiles). forced: -1 the rule, 0 never, 1 at every K.
+// ring-staging kernel (GemmPlan::ring_staging for a 16-bit output; dispatch.cpp applies the knob): unsplit, unclustered, one unit per CTA, and K long enough
+// (kRingStagingMinKTiles, kRingStagingMinKTilesRows64). forced: -1 the rule, 0 never, 1 at every K.
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
-  const bool kernel = (p.wg_rows == 128 && p.bn == 128) || (p.bm == 64 && p.bn > 128);
+  const bool rows64 = p.bm == 64 && p.bn > 128;
+  const bool kernel = (p.wg_rows == 128 && p.bn == 128) || rows64;
   const bool one_unit = kernel && p.cluster == 1 && p.units <= p.grid && !p.dynamic && p.splits == 1;
-  const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= kRingStagingMinKTiles;
+  const int min_k_tiles = rows64 ? kRingStagingMinKTilesRows64 : kRingStagingMinKTiles;
+  const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= min_k_tiles;
   return one_unit && (forced == 1 || (forced < 0 && long_k));
 }
 
@@ -386,6 +389,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
+  p.ring_staging = all_widths && ring_staging(p, K, -1);  // all_widths: a 16-bit output (fp32 has no staging)
   return p;
 }
 

@@ -234,7 +234,7 @@ constexpr int64_t kUnswapSplitBytesPerKTile192 = 171 << 10;   // partial bytes w
 constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // Ring staging (gemm_layout RING_STAGING_): the one-warpgroup 128 x 128 kernels of unsplit plans
 // with one unit per CTA put the epilogue's staging boxes in the idle stage ring, 7 stages instead
-// of 6, from this many k tiles on (K >= 8192). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
+// of 6, from this many k tiles on (K >= 8192 until 2026-12-03b). H200 A/B (2026-12-02d, dirty L2, NT, 3-4 rounds,
 // median us, separate / ring): 256x8192x8192 54.0 / 52.8 and 54.7 / 53.7, 192x8192x8192 53.5 /
 // 52.0, 200x8192x8192 52.6 / 51.5, 160x8192x8192 52.0 / 50.4; shorter K lost: 128x14336x4096
 // 39.6 / 40.5 (64 k tiles); clean L2 even. Since 2026-12-03 also the 64-row token tiles (64 x 144..224,
@@ -243,7 +243,14 @@ constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // 75.7, 184x8192x14336 81.5 / 78.3, 192x8192x11008 64.7 / 61.4, 176x8192x8192 48.1 / 46.5,
 // 136x8192x14336 72.9 / 71.6, 160x8192x14336 74.4 / 73.9. TK_HOPPER_RING_STAGING=0|1
 // (launch_impl.cuh) forces it off / on for every such plan.
-constexpr int kRingStagingMinKTiles = 128;
+// Since 2026-12-03b from K = 6144 for the 128 x 128 kernels (H200, 3 rounds, dirty L2, NT, us,
+// separate / ring: 256x8192x6144 42.1 / 41.2, 224x8192x6144 41.5 / 40.4, 240x8192x6144 41.6 /
+// 40.8, 208x8192x6144 41.2 / 40.4, 256x6400x6144 39.9 / 39.7; at K = 4096 256x8192x4096 30.2 /
+// 29.7 but 128x14336x4096 39.4 / 40.7, 200x8192x2048 19.1 / 19.3) and from K = 2048 for the token
+// tiles (172x8192x4096 27.2 / 26.4, 188x8192x4096 27.6 / 26.7, 160x6400x2048 15.8 / 15.1,
+// 140x8448x2048 16.8 / 16.6, 150x8192x6144 35.0 / 35.2; at K = 1024 192x8192x1024 12.6 / 13.1).
+constexpr int kRingStagingMinKTiles = 96;
+constexpr int kRingStagingMinKTilesRows64 = 32;
 // 1: 64-row rule 1's tiles (plan_gemm) run as 2-CTA clusters multicasting the weight tile (the
 // default until 2026-11-28e); 0: unclustered. H200 (2026-11-28e, forced tiles on one build with
 // the warp-wide producer in unclustered kernels, 2 rounds, NT, median us, dirty / clean L2, pairs
