@@ -834,7 +834,8 @@ def test_dispatch_plan_is_the_default_plan():
     if any(k.startswith("TK_HOPPER_") for k in os.environ):
         pytest.skip("a TK_HOPPER_* knob is set in this process")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for M, N, K in [(8192, 8192, 8192), (128, 4096, 4096), (1000, 1001, 999), (64, 4100, 4000), (1024, 1024, 1024)]:
+    for M, N, K in [(8192, 8192, 8192), (128, 4096, 4096), (1000, 1001, 999), (64, 4100, 4000), (1024, 1024, 1024),
+                    (256, 8192, 8192), (172, 8192, 4096)]:  # the last two: ring staging
         for out_fp32 in (False, True):
             assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32) == \
                 torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)

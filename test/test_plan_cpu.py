@@ -140,7 +140,7 @@ def test_hopper_plan_invariants(M, N, K, sms, all_widths):
         if want:
             assert f == {"swap_ab": p["swap_ab"], "bm": 128, "bn": 256, "splits": 1, "cluster": 1, "group_m": 8,
                          "units": t256, "grid": sms, "dynamic": False, "sk_tiles": t256, "sk_parts": 0, "fused_split": False,
-                         "evict_first": p["evict_first"], "wg_rows": 64}
+                         "evict_first": p["evict_first"], "wg_rows": 64, "ring_staging": False}
         else:
             assert f == b
 
@@ -149,7 +149,7 @@ def test_hopper_plan_examples():
     # the decisions documented in benchmarks/NOTES.md
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 2) == {"swap_ab": False, "bm": 128, "bn": 256, "splits": 1, "cluster": 2,
                                                      "group_m": 16, "units": 1024, "grid": 132, "dynamic": True, "sk_tiles": 0, "sk_parts": 0,
-                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64}
+                                                     "fused_split": False, "evict_first": 0, "wg_rows": 64, "ring_staging": False}
     # long-running plans (2048 tiles x 128 k tiles >= 131072) cluster by default, with a 16-row
     # band; 8192x4096x4096 (1024 x 64) and 8192x6144x4096 (1536 x 64) do not; 8192x4096x14336 does
     assert _C.hopper_plan(8192, 8192, 8192, 132) == _C.hopper_plan(8192, 8192, 8192, 132, True, 2)
@@ -160,14 +160,14 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
-                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64}
+                                                  "fused_split": False, "evict_first": 2, "wg_rows": 64, "ring_staging": False}
     assert _C.hopper_plan(1, 4096, 4096, 132, fuse_split=True, bm64=False)["fused_split"] is True  # opt-in
     assert _C.hopper_plan(128, 4096, 14336, 132)["splits"] == 4
     # small problems: narrower tiles before split-K (1000x1001x999: 128 tiles of 128x64, no split;
     # mid64=3: without plan_rules.h kMid64UnalignedRows, which makes them 64x128)
     assert _C.hopper_plan(1000, 1001, 999, 132, mid64=3) == {"swap_ab": False, "bm": 128, "bn": 64, "splits": 1, "cluster": 1,
                                                     "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,
-                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64}
+                                                    "fused_split": False, "evict_first": 0, "wg_rows": 64, "ring_staging": False}
     assert _C.hopper_plan(1000, 1001, 999, 132, fill_narrow_max_k_tiles=0)["bn"] == 256
     # L2 evict_first for B (the weights, streamed about once) exactly when M <= 256
     assert [_C.hopper_plan(M, 4096, 4096, 132)["evict_first"] for M in (1, 64, 256, 257, 8192)] == [2, 2, 2, 0, 0]
@@ -307,10 +307,12 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
     if want == 128:
         assert (p["bm"], p["bn"], p["splits"], p["cluster"], p["sk_tiles"]) == (128, 128, 1, 1, 0) and p["units"] <= p["grid"]
     off = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=0)
-    assert off["wg_rows"] == 64 and {**off, "wg_rows": p["wg_rows"]} == p  # nothing else changes
+    # nothing else changes but the ring staging, which needs the one-warpgroup kernel
+    assert off["wg_rows"] == 64 and not off["ring_staging"]
+    assert {**off, "wg_rows": p["wg_rows"], "ring_staging": p["ring_staging"]} == p
     split = _C.hopper_plan(M, N, K, 132, all_widths, one_wg=5)  # bit 2: split-K plans too
     assert split["wg_rows"] == (128 if want == 128 or (p["bm"], p["bn"], p["splits"], p["cluster"]) == (128, 128, 4, 1) else 64)
-    assert {**split, "wg_rows": p["wg_rows"]} == p
+    assert {**split, "wg_rows": p["wg_rows"], "ring_staging": p["ring_staging"]} == p
 
 
 @pytest.mark.parametrize("M,N,K,want", [
