@@ -1068,6 +1068,35 @@ def _forced_tile_case(forced, child_test, shape, layout, dtype, want, what, min_
     _check_gemm_and_addmm(shape, layout, dtype, what)
 
 
+_ONE_WG_144 = "81"  # TK_HOPPER_ONE_WG: the default bits 0 and 4, and bit 6 (128 x 144 on one warpgroup)
+
+
+@_forced_tile_params([(330, 6100, 520), (370, 6150, 1000), (250, 8999, 8191), (384, 6144, 6144)])
+def test_gemm_one_warpgroup_144(shape, layout, dtype):
+    """Unswapped unsplit 128x144 plans (plan_rules.h kOddWidths bit 1) on one consumer warpgroup,
+    two 64-row strips (kOneWarpgroupWidths bit 6, opt-in: test_one_warpgroup_144_in_child_process
+    runs this under TK_HOPPER_ONE_WG=81): 126-129 units, one per CTA; a 16-column last epilogue
+    round copied out by rows per strip; M tails (330, 370, 250 of 384 / 256 rows), N tails and
+    odd output pitches (6100, 6150, 8999), K tails (520, 1000, 8191); from K = 6144 (8191, 6144)
+    the staging boxes lie in the stage ring. Other layouts than a column-major B get other plans,
+    checked all the same."""
+    if os.environ.get("TK_HOPPER_ONE_WG") != _ONE_WG_144:
+        pytest.skip(f"runs in a child process with TK_HOPPER_ONE_WG={_ONE_WG_144} "
+                    "(test_one_warpgroup_144_in_child_process)")
+    M, N, K = shape
+    plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+    assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["wg_rows"]) == (False, 128, 144, 1, 128), plan
+    assert plan["ring_staging"] == (K >= 6081), plan  # plan_rules.h kRingStagingMinKTiles: 96 k tiles
+    _check_gemm_and_addmm(shape, layout, dtype, "one-warpgroup 128x144")
+
+
+@needs_hopper
+def test_one_warpgroup_144_in_child_process():
+    """The one-warpgroup 128x144 kernels (TK_HOPPER_ONE_WG bit 6, opt-in)."""
+    out = _pytest_child({"TK_HOPPER_ONE_WG": _ONE_WG_144}, "test_gemm_one_warpgroup_144", timeout=400)
+    assert re.search(r"\b32 passed", out), out[-4000:]
+
+
 _FORCED_144 = "0:128:144:1:1"
 
 

@@ -315,6 +315,23 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
     assert {**split, "wg_rows": p["wg_rows"], "ring_staging": p["ring_staging"]} == p
 
 
+@pytest.mark.parametrize("M,N,K,ring", [
+    (384, 6144, 4096, False), (256, 8960, 8960, True), (330, 6100, 520, False), (250, 8999, 8191, True),
+])
+def test_plan_one_warpgroup_144(M, N, K, ring):
+    """plan_rules.h kOneWarpgroupWidths bit 6 (opt-in, TK_HOPPER_ONE_WG=81): the unswapped unsplit
+    one-unit-per-CTA 128 x 144 plans on one consumer warpgroup, with ring staging from 96 k tiles;
+    nothing else changes. Swapped 144-wide tiles keep two warpgroups."""
+    p = _C.hopper_plan(M, N, K, 132)
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["wg_rows"], p["ring_staging"]) == (False, 128, 144, 1, 64, False), p
+    assert p["units"] <= p["grid"] and not p["dynamic"]
+    q = _C.hopper_plan(M, N, K, 132, one_wg=17 | 64)
+    assert (q["wg_rows"], q["ring_staging"]) == (128, ring), q
+    assert {**q, "wg_rows": 64, "ring_staging": False} == p
+    f = _C.hopper_plan(M, N, K, 132, one_wg=17 | 64, tile=(True, 128, 144, 1, 1))
+    assert f["bn"] != 144 or not f["swap_ab"] or f["wg_rows"] == 64, f
+
+
 @pytest.mark.parametrize("M,N,K,want", [
     (256, 4096, 14336, (128, 2)),  # 32 128x256 tiles x 4 splits -> 64 128x128 tiles x 2
     (250, 1100, 9001, (128, 7)),   # 9 x 14 -> 18 x 7

@@ -113,11 +113,12 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int swap = env_int("TK_HOPPER_SWAP", -1, 0, 1);
   // TK_HOPPER_SK_FILL=0|1|2: stream-K over all SMs when 128 x 256 tiles are fewer (plan.h).
   TK_KNOB int sk_fill = env_int("TK_HOPPER_SK_FILL", hopper::kStreamKFill, 0, 2);
-  // TK_HOPPER_ONE_WG=0..63: the one-unit-per-CTA 128-row tiles that run on one consumer
+  // TK_HOPPER_ONE_WG=0..127: the one-unit-per-CTA 128-row tiles that run on one consumer
   // warpgroup (plan_rules.h kOneWarpgroupWidths: bit 0 128-wide, bit 1 64-wide, bit 2 split-K too;
   // bit 3 split 128 x 256 plans as 128 x 128 with fewer splits; bit 4 the 72/80-wide token
-  // widths shared by >= 3 token tiles, bit 5 with bit 4: at any token-tile count); 0: none.
-  TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 63);
+  // widths shared by >= 3 token tiles, bit 5 with bit 4: at any token-tile count, bit 6 the
+  // unswapped unsplit 128 x 144 plans, opt-in); 0: none.
+  TK_KNOB int one_wg = env_int("TK_HOPPER_ONE_WG", hopper::kOneWarpgroupWidths, 0, 127);
   // TK_HOPPER_BN192=0..3: 128 x 192 tiles (plan_rules.h kWidth192: 1 for 129..192 kernel columns, 2 also
   // for part-filled single waves of 128 x 256 tiles, 3 also for split 128 x 256 plans).
   TK_KNOB int bn192 = env_int("TK_HOPPER_BN192", hopper::kWidth192, 0, 3);

@@ -86,10 +86,12 @@ struct gemm_layout {
   static constexpr int STORE_COLS = 64, STORE_ROUNDS = (BN + STORE_COLS - 1) / STORE_COLS;
   static constexpr int LAST_COLS = BN - STORE_COLS * (STORE_ROUNDS - 1);
   static constexpr bool kPartialRound = LAST_COLS != STORE_COLS;
+  // One warpgroup over two strips with a narrow last round: the token widths (72, 80) and, opt-in
+  // (plan_rules.h kOneWarpgroupWidths bit 6), 144.
   static_assert(!kPartialRound || (!YMn && (CLUSTER_ == 1 || BM_ == 64) && !STREAM_K_ &&
-                                   (BM_ == 64 || WG_ROWS_ == 64 || BN_ < 128)),
+                                   (BM_ == 64 || WG_ROWS_ == 64 || BN_ < 128 || BN_ == 144)),
                 "narrow last rounds: unclustered tiles (or 64-row token tiles) with a K-major Y only (one warpgroup over "
-                "two strips: token widths only)");
+                "two strips: token widths and 144 only)");
   static constexpr int STAGING_BUFFER_BYTES = 64 * STORE_COLS * 2;
   // Staging buffers per consumer warpgroup; a round waits for the TMA read of the store issued
   // STAGING_BUFFERS rounds before it. TK_STAGING_BUFFERS_256 (A/B build define): 4 for the

@@ -362,6 +362,12 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
         if (g.plan.wg_rows == 128)
           return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
       }
+      if constexpr (BN == 144 && sizeof(OutT) == 2) {  // one consumer warpgroup (plan.h one_wg bit 6; opt-in)
+        if (g.plan.wg_rows == 128 && g.plan.ring_staging)
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128, true>>(g, op, s);
+        if (g.plan.wg_rows == 128)
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 128, 128>>(g, op, s);
+      }
       if (g.plan.wg_rows != 64) return "tiles of a width that is not a multiple of 64: two warpgroups above 128 columns";
       return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN>>(g, op, s);
     }

@@ -107,12 +107,12 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
   return bn;
 }
 
-// Whether a one-warpgroup 128 x 128 plan, or a 64-row token-tile one (64 x 144..224), runs the
+// Whether a one-warpgroup 128 x 128 (or, one_wg bit 6, 128 x 144) plan, or a 64-row token-tile one (64 x 144..224), runs the
 // ring-staging kernel (GemmPlan::ring_staging for a 16-bit output; dispatch.cpp applies the knob): unsplit, unclustered, one unit per CTA, and K long enough
 // (kRingStagingMinKTiles, kRingStagingMinKTilesRows64). forced: -1 the rule, 0 never, 1 at every K.
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
   const bool rows64 = p.bm == 64 && p.bn > 128;
-  const bool kernel = (p.wg_rows == 128 && p.bn == 128) || rows64;
+  const bool kernel = (p.wg_rows == 128 && (p.bn == 128 || p.bn == 144)) || rows64;
   const bool one_unit = kernel && p.cluster == 1 && p.units <= p.grid && !p.dynamic && p.splits == 1;
   const int min_k_tiles = rows64 ? kRingStagingMinKTilesRows64 : kRingStagingMinKTiles;
   const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= min_k_tiles;
@@ -385,7 +385,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   const int64_t col_tiles = tiles / tiles_m;  // tiles sharing each row tile's X operand
   const bool one_wg_width = (p.bn == 128 && (one_wg & 1)) || (p.bn == 64 && (one_wg & 2)) ||
                             ((p.bn == 72 || p.bn == 80) && (one_wg & 16) &&
-                             (col_tiles >= kTokenWidthOneWgMinTiles || (one_wg & 32)));
+                             (col_tiles >= kTokenWidthOneWgMinTiles || (one_wg & 32))) ||
+                            (p.bn == 144 && (one_wg & 64) && !p.swap_ab && p.splits == 1);
   if (one_wg_width && p.bm == 128 && (p.cluster == 1 || pair128) && p.sk_tiles == 0 &&
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
