@@ -326,7 +326,8 @@ def _plan_text(r):
         return "-"
     p = r["plan"]
     extra = (" c2" if p["cluster"] == 2 else "") + (" sk" if p.get("sk_tiles") else "") + \
-        (" fused" if p.get("fused_split") else "") + (" wg128" if p.get("wg_rows", 64) == 128 else "") + (" ring" if p.get("ring_staging") else "")
+        (" fused" if p.get("fused_split") else "") + (" wg128" if p.get("wg_rows", 64) == 128 else "") + \
+        (" ring" if p.get("ring_staging") else "")
     bm = "" if p.get("bm", 128) == 128 else f"bm{p['bm']} "
     return ("swapAB " if p["swap_ab"] else "") + bm + f"bn{p['bn']} s{p['splits']}" + extra
 

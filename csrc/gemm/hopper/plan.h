@@ -107,8 +107,9 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
   return bn;
 }
 
-// Whether a one-warpgroup 128 x 128 (or, one_wg bit 6, 128 x 144) plan, or a 64-row token-tile one (64 x 144..224), runs the
-// ring-staging kernel (GemmPlan::ring_staging for a 16-bit output; dispatch.cpp applies the knob): unsplit, unclustered, one unit per CTA, and K long enough
+// Whether a one-warpgroup 128 x 128 (or, one_wg bit 6, 128 x 144) plan, or a 64-row token-tile
+// one (64 x 144..224), runs the ring-staging kernel (GemmPlan::ring_staging for a 16-bit output;
+// dispatch.cpp applies the knob): unsplit, unclustered, one unit per CTA, and K long enough
 // (kRingStagingMinKTiles, kRingStagingMinKTilesRows64). forced: -1 the rule, 0 never, 1 at every K.
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
   const bool rows64 = p.bm == 64 && p.bn > 128;

@@ -246,7 +246,7 @@ constexpr int64_t kUnswapSplitBytesPerKTile160 = 196 << 10;
 // instead of 5 at 224), H200 A/B (3 rounds, dirty L2, us, separate / ring): 168x8192x14336 80.4 /
 // 75.7, 184x8192x14336 81.5 / 78.3, 192x8192x11008 64.7 / 61.4, 176x8192x8192 48.1 / 46.5,
 // 136x8192x14336 72.9 / 71.6, 160x8192x14336 74.4 / 73.9. TK_HOPPER_RING_STAGING=0|1
-// (launch_impl.cuh) forces it off / on for every such plan.
+// (dispatch.cpp knob_plan) forces it off / on for every such plan.
 // Since 2026-12-03b from K = 6144 for the 128 x 128 kernels (H200, 3 rounds, dirty L2, NT, us,
 // separate / ring: 256x8192x6144 42.1 / 41.2, 224x8192x6144 41.5 / 40.4, 240x8192x6144 41.6 /
 // 40.8, 208x8192x6144 41.2 / 40.4, 256x6400x6144 39.9 / 39.7; at K = 4096 256x8192x4096 30.2 /
