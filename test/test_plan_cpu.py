@@ -319,13 +319,13 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
     (384, 6144, 4096, False), (256, 8960, 8960, True), (330, 6100, 520, False), (250, 8999, 8191, True),
 ])
 def test_plan_one_warpgroup_144(M, N, K, ring):
-    """plan_rules.h kOneWarpgroupWidths bit 6 (opt-in, TK_HOPPER_ONE_WG=81): the unswapped unsplit
-    one-unit-per-CTA 128 x 144 plans on one consumer warpgroup, with ring staging from 96 k tiles;
-    nothing else changes. Swapped 144-wide tiles keep two warpgroups."""
-    p = _C.hopper_plan(M, N, K, 132)
+    """plan_rules.h kOneWarpgroupWidths bit 6 (default since 2026-12-03c; TK_HOPPER_ONE_WG=17 turns it
+    off): the unswapped unsplit one-unit-per-CTA 128 x 144 plans on one consumer warpgroup, with ring
+    staging from 96 k tiles; nothing else changes. Swapped 144-wide tiles keep two warpgroups."""
+    p = _C.hopper_plan(M, N, K, 132, one_wg=17)
     assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["wg_rows"], p["ring_staging"]) == (False, 128, 144, 1, 64, False), p
     assert p["units"] <= p["grid"] and not p["dynamic"]
-    q = _C.hopper_plan(M, N, K, 132, one_wg=17 | 64)
+    q = _C.hopper_plan(M, N, K, 132)
     assert (q["wg_rows"], q["ring_staging"]) == (128, ring), q
     assert {**q, "wg_rows": 64, "ring_staging": False} == p
     f = _C.hopper_plan(M, N, K, 132, one_wg=17 | 64, tile=(True, 128, 144, 1, 1))
@@ -488,7 +488,9 @@ def test_plan_odd_widths(M, N, K, want1, want3):
             assert p == base
             continue
         assert (p["swap_ab"], p["bn"], p["units"]) == w, p
-        assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["wg_rows"] == 64 and p["sk_tiles"] == 0
+        # unswapped 144: one warpgroup (kOneWarpgroupWidths bit 6, default since 2026-12-03c)
+        assert p["bm"] == 128 and p["cluster"] == 1 and p["splits"] == 1 and p["sk_tiles"] == 0
+        assert p["wg_rows"] == (128 if (w[0], w[1]) == (False, 144) else 64), p
         assert p["grid"] == min(p["units"], 132)
         # the orientation needs its Y K-major: without that layout, no odd width in it
         q = _C.hopper_plan(M, N, K, 132, odd_widths=odd, odd_layouts=2 if w[0] else 1)

@@ -90,11 +90,11 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
 // 129x8192x8192 51.1 / 48.9 -> 63.2 / 56.5, 144x8192x8192 52.1 / 49.5 -> 63.5 / 57.0,
 // 129x8192x4096 30.2 / 29.0 -> 34.0 / 30.9, 136x8192x4096 32.1 / 28.2 -> 35.5 / 30.1
 // (benchmarks/NOTES.md). Bit 5 (A/B): bit 4 at any token-tile count (49: the 2026-11-29b opt-in).
-// Bit 6 (opt-in, 2026-12-03b, built and compiled with 0 spills, not yet run on a GPU): the unswapped
-// unsplit 128 x 144 plans (kOddWidths bit 1, e.g. 384x6144x4096, 256x8960x8960) on one warpgroup,
-// with ring staging by kRingStagingMinKTiles: 208..256 tokens on 8.9k..9k-wide weights run there
-// at 0.83-0.91x torch.mm, where one warpgroup was worth 10% on 128 x 128 (2026-11-25f).
-constexpr int kOneWarpgroupWidths = 17;
+// Bit 6 (default since 2026-12-03c; 17 = off): the unswapped unsplit 128 x 144 plans (kOddWidths
+// bit 1, e.g. 384x6144x4096, 256x8960x8960) on one warpgroup, with ring staging by
+// kRingStagingMinKTiles. H200, 2 rounds, dirty L2, 17 -> 81: 256x8960x8960 67.3 -> 64.9 us,
+// 384x6144x8192 60.5 -> 59.5; 256x9000x9008, 384x6144x4096, 330x6144x4096 within 0.3%.
+constexpr int kOneWarpgroupWidths = 81;
 constexpr int kTokenWidthOneWgMinTiles = 3;
 // 128 x 192 tiles (TK_HOPPER_BN192=0|1|2, default 2). wgmma's n may be any multiple of 8 up to
 // 256 and the epilogue works in 64-column rounds, so 192 costs 3 rounds and 40-KB stages (4 of
