@@ -25,6 +25,8 @@ import torch
 import torch_tk
 from conftest import make_matrix, rel_err
 
+_ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
+
 HAS_CUDA = torch.cuda.is_available()
 
 pytestmark = [
@@ -717,7 +719,7 @@ def test_gemm_split_k_128x128(shape, out_fp32, layout, dtype):
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32)
     assert plan["bm"] == 128 and plan["bn"] == 128 and plan["splits"] > 1, f"shape no longer splits 128x128 tiles: {plan}"
     # TK_HOPPER_ONE_WG with bit 2 (test_one_warpgroup_split_k_in_child_process): one warpgroup, two strips
-    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "81"))  # (bit 3 leaves these 128-wide plans as they are)
+    one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", _ONE_WG_DEFAULT))  # (bit 3 leaves these 128-wide plans as they are)
     assert plan["wg_rows"] == (128 if (one_wg & 5) == 5 else 64), plan
     _check_addmm_case(shape, layout, dtype, out_fp32)
 
@@ -929,7 +931,7 @@ def test_gemm_split_k_wide(shape, layout, dtype):
         (200, 4100, 14400): ((True, 256, 4, 64), (True, 128, 2, 128)),
         (232, 4100, 11000): ((False, 128, 2, 64), (True, 128, 2, 128)),
         (255, 8199, 14335): ((False, 128, 1, 128), (False, 128, 1, 128)),
-    }[shape][(int(os.environ.get("TK_HOPPER_ONE_WG", "81")) & 13) == 13]
+    }[shape][(int(os.environ.get("TK_HOPPER_ONE_WG", _ONE_WG_DEFAULT)) & 13) == 13]
     assert (plan["swap_ab"], plan["bn"], plan["splits"], plan["wg_rows"]) == want, f"shape no longer takes this plan: {plan}"
     _check_addmm_case(shape, layout, dtype, False)
 
@@ -1075,8 +1077,8 @@ _ONE_WG_144 = "81"  # TK_HOPPER_ONE_WG: the default bits 0 and 4, and bit 6 (128
 def test_gemm_one_warpgroup_144(shape, layout, dtype):
     """Unswapped unsplit 128x144 plans (plan_rules.h kOddWidths bit 1) on one consumer warpgroup,
     two 64-row strips (kOneWarpgroupWidths bit 6, the default since 2026-12-03c;
-    test_one_warpgroup_144_in_child_process runs this with TK_HOPPER_ONE_WG=81 set explicitly): 126-129 units, one per CTA; a 16-column last epilogue
-    round copied out by rows per strip; M tails (330, 370, 250 of 384 / 256 rows), N tails and
+    test_one_warpgroup_144_in_child_process runs this with TK_HOPPER_ONE_WG=81 set explicitly):
+    126-129 units, one per CTA; a 16-column last epilogue round copied out by rows per strip; M tails (330, 370, 250 of 384 / 256 rows), N tails and
     odd output pitches (6100, 6150, 8999), K tails (520, 1000, 8191); from K = 6144 (8191, 6144)
     the staging boxes lie in the stage ring. Other layouts than a column-major B get other plans,
     checked all the same."""
@@ -1140,7 +1142,7 @@ def test_gemm_token_widths(shape, layout, dtype):
         assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (True, _TOKEN_WIDTH_SHAPES[shape], 1), plan
         # one consumer warpgroup (plan.h one_wg bit 4, default) where >= 3 token tiles share each
         # weight tile (kTokenWidthOneWgMinTiles), two otherwise
-        one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", "81"))
+        one_wg = int(os.environ.get("TK_HOPPER_ONE_WG", _ONE_WG_DEFAULT))
         token_tiles = -(-M // plan["bn"])
         assert plan["wg_rows"] == (128 if one_wg & 16 and token_tiles >= 3 else 64), plan
     _check_gemm_and_addmm(shape, layout, dtype, "token width")
