@@ -26,6 +26,7 @@ import torch_tk
 from conftest import make_matrix, rel_err
 
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
+_ODD_WIDTHS_DEFAULT = "8191"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -797,11 +798,11 @@ def test_gemm_swap_ab_tma_store(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape,out_fp32", [((200, 8200, 520), False), ((130, 8200, 999), True),
+@pytest.mark.parametrize("shape,out_fp32", [((240, 8200, 520), False), ((130, 8200, 999), True),
                                             ((330, 4000, 1000), False), ((500, 4000, 130), True),
-                                            ((200, 8192, 8192), False), ((200, 8199, 8191), False)],
-                         ids=["200x8200x520", "130x8200x999-fp32out", "330x4000x1000", "500x4000x130-fp32out",
-                              "200x8192x8192", "200x8199x8191"])
+                                            ((240, 8192, 8192), False), ((240, 8199, 8191), False)],
+                         ids=["240x8200x520", "130x8200x999-fp32out", "330x4000x1000", "500x4000x130-fp32out",
+                              "240x8192x8192", "240x8199x8191"])
 def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
     """128x128 tiles run by one consumer warpgroup as two 64-row strips (plan_rules.h kOneWarpgroupWidths,
     gemm_layout WG_ROWS_ = 128): unswapped (16-bit output: plan_rules.h kUnswapOneWave128) and swapped
@@ -824,7 +825,7 @@ def test_gemm_one_warpgroup_128x128(shape, out_fp32, layout, dtype):
 @needs_hopper
 def test_unswap128_off_in_child_process():
     """Swapped one-wave 128x128 plans kept swapped (TK_HOPPER_UNSWAP128=0): the one-warpgroup
-    kernels' transposed TMA-store epilogue, one staging area per strip (200x8200x520)."""
+    kernels' transposed TMA-store epilogue, one staging area per strip (240x8200x520)."""
     out = _pytest_child({"TK_HOPPER_UNSWAP128": "0"}, "test_gemm_one_warpgroup_128x128", timeout=400)
     assert re.search(r"\b48 passed", out), out[-4000:]
 
@@ -1003,7 +1004,7 @@ def test_gemm_bn192(shape, layout, dtype):
 
 
 def _odd_width_bits():
-    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", "2047"))
+    return int(os.environ.get("TK_HOPPER_ODD_WIDTHS", _ODD_WIDTHS_DEFAULT))
 
 
 @needs_hopper
@@ -1046,6 +1047,30 @@ def test_gemm_bn144(shape, layout, dtype):
     plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
     assert (plan["swap_ab"], plan["bn"], plan["splits"]) == (False, 144, 1), f"shape no longer takes 128x144: {plan}"
     _check_gemm_and_addmm(shape, layout, dtype, "bn144")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,width,units", [((1536, 1544, 1008), 144, 132), ((700, 3104, 2000), 144, 132),
+                                               ((3000, 1536, 4112), 144, 264), ((4000, 1528, 2064), 224, 224),
+                                               ((2900, 1800, 3008), 224, 207)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_gemm_odd_widths_mid_m(shape, width, units, layout, dtype):
+    """Mid-size products past 512 tokens on unswapped 128 x 144 / 128 x 224 tiles (plan_rules.h
+    kOddWidthsMidM, odd_widths bit 11, for a column-major B whose pitch keeps whole sectors and
+    16-B-aligned output rows; other layouts get other plans, checked all the same): one wave of 132
+    one-warpgroup 144-wide tiles (M = 1536 = 12 x 128 exactly, an M tail at 700), two
+    waves of 144 / 224 on two warpgroups from the dynamic schedule (3000, 4000, 2900: M tails), K tails
+    (1008, 4112, 2064, 3008), the 16- / 32-column last epilogue round, N tails (last tiles 104, 80, 96
+    of 144 columns; 184, 8 of 224). Plain GEMM and addmm terms."""
+    if _odd_width_bits() & (2048 | (2 if width == 144 else 4)) != (2048 | (2 if width == 144 else 4)):
+        pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the mid-size 128 x {width} plans")
+    M, N, K = shape
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["units"]) == (False, 128, width, 1, units), plan
+    _check_gemm_and_addmm(shape, layout, dtype, f"mid-size 128x{width}")
 
 
 def _forced_tile_params(shapes):
@@ -1165,7 +1190,9 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
                         (173, 8448, 14001),
                         (177, 8192, 777), (192, 8200, 4100), (185, 6400, 520),  # bit 9: 64 x 192
                         (189, 8448, 14001),
-                        (224, 8200, 14001), (197, 8448, 14001), (210, 6400, 14001)]  # bit 10: 64 x 224 (split plans)
+                        (224, 8200, 14001), (197, 8448, 14001), (210, 6400, 14001),  # bit 10: 64 x 224 (split plans)
+                        (200, 8192, 4100), (216, 8200, 2000), (193, 8200, 6000), (208, 8200, 777)]  # bit 12 (unsplit)
+_TOKEN_ROWS64_UNSPLIT224 = _TOKEN_ROWS64_SHAPES[-4:]  # in place of unsplit 128 x 128 plans (odd_widths bit 12)
 
 
 @needs_hopper
@@ -1175,15 +1202,16 @@ _TOKEN_ROWS64_SHAPES = [(129, 8192, 777), (136, 8200, 4100), (144, 6400, 520), (
 def test_gemm_token_rows64(shape, layout, dtype):
     """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, 8, 9, default
     where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, 64 x 176 for
-    161..176, 64 x 192 for 177..192, also where the plan would split K, and 64 x 224 for 193..224 only
-    there (bit 10); token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176;
-    177, 185, 189 of 192; 197, 210 of 224), weight tails
+    161..176, 64 x 192 for 177..192, also where the plan would split K, and 64 x 224 for 193..224
+    there (bit 10) and in place of unsplit 128 x 128 plans (bit 12); token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176;
+    177, 185, 189 of 192; 193, 197, 200, 208, 210, 216 of 224), weight tails
     (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
     transposed TMA box; other layouts than a row-major A get other plans, checked all the same. From
     K = 2048 (plan_rules.h kRingStagingMinKTilesRows64) the staging boxes lie in the stage ring."""
     M, N, K = shape
     width = 144 if M <= 144 else 160 if M <= 160 else 176 if M <= 176 else 192 if M <= 192 else 224
-    need = 16 | {144: 0, 160: 128, 176: 256, 192: 512, 224: 1024}[width] | (64 if K > 8192 else 0)
+    need = 16 | {144: 0, 160: 128, 176: 256, 192: 512, 224: 1024}[width] | (64 if K > 8192 else 0) | \
+        (4096 if shape in _TOKEN_ROWS64_UNSPLIT224 else 0)
     if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the 64 x {width} plan here")
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:

@@ -260,22 +260,24 @@ def test_plan_mid64_examples():
 def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     """mid64 changes exactly the unswapped 128x64 plans within the narrowing's K bound whose
     64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
-    into unsplit unclustered 64x128 plans."""
-    q0 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=0, out_tma=out_tma, split_sectors=0)
-    q = _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=0)
+    into unsplit unclustered 64x128 plans. (odd_widths bit 11 off: its mid-size plans also depend on
+    out_tma and split_sectors, test_plan_odd_widths_mid_m.)"""
+    ow = 8191 & ~2048
+    q0 = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=0, out_tma=out_tma, split_sectors=0)
+    q = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1, out_tma=out_tma, split_sectors=0)
     # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored from
     # 16 k tiles on (kMid64UnalignedRowsMinKTiles)
-    assert (_C.hopper_plan(M, N, K, sms, all_widths, mid64=5, out_tma=out_tma, split_sectors=0)
-            == _C.hopper_plan(M, N, K, sms, all_widths, mid64=1,
+    assert (_C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=5, out_tma=out_tma, split_sectors=0)
+            == _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1,
                               out_tma=out_tma or (all_widths and -(-K // 64) >= 16), split_sectors=0))
     t64 = -(-M // 64) * -(-N // 128)
     eligible = (all_widths and out_tma and -(-K // 64) <= 128 and not q0["swap_ab"] and (q0["bm"], q0["bn"]) == (128, 64)
                 and t64 <= sms and (q0["splits"] == 1 or 8 * t64 >= 3 * sms))
     # bit 1 (kMid64Pairs) pairs them only where B's pitch splits sectors and they fill 3/4 of the SMs
     for split in (0, 1, 2, 3):
-        assert _C.hopper_plan(M, N, K, sms, all_widths, mid64=1, out_tma=out_tma, split_sectors=split,
+        assert _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1, out_tma=out_tma, split_sectors=split,
                               sector_clusters=0) == q
-        q2 = _C.hopper_plan(M, N, K, sms, all_widths, mid64=3, out_tma=out_tma, split_sectors=split, sector_clusters=0)
+        q2 = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=3, out_tma=out_tma, split_sectors=split, sector_clusters=0)
         if not (eligible and split & 2 and 4 * t64 >= 3 * sms):
             assert q2 == q
             continue
@@ -500,6 +502,43 @@ def test_plan_odd_widths(M, N, K, want1, want3):
 
 
 @pytest.mark.parametrize("M,N,K,want", [
+    # want: (bn, units, wg_rows) under odd_widths bit 11 (kOddWidthsMidM); None: the plan without it
+    (1536, 1536, 1536, (144, 132, 128)),   # 96 128x192 tiles -> 132 of 128x144, one wave, one warpgroup
+    (1280, 1792, 4096, (144, 130, 128)),   # 100 128x192 -> 130 of 128x144
+    (3072, 1536, 4096, (144, 264, 64)),    # 144 128x256 in 2 waves -> 264 of 128x144 in 2
+    (1024, 3584, 4096, (224, 128, 64)),    # 112 128x256 -> 128 of 128x224
+    (4096, 1536, 4096, (224, 224, 64)),    # 192 128x256 -> 224 of 128x224, both 2 waves
+    (2048, 2048, 2048, None),              # 128 128x256 tiles: nothing narrower in one wave
+    (8192, 6144, 4096, None),              # many waves (clustered, long-running): unchanged
+    (8192, 2048, 5632, None),              # bench_model's linears: unchanged
+    (4096, 4096, 4096, None),
+    (1024, 1024, 1024, None),              # 64-row tiles
+    (2560, 5120, 4096, None),              # 4 waves of 128x256: past kOddWidthsMidMMaxWaves
+    (4097, 4097, 4097, None),              # 5 waves (and output rows not 16-B aligned)
+    (700, 3100, 2000, None),               # 6200-B output rows: copied out, not TMA-stored (measured slower)
+    (1536, 1536, 1000, None),              # B's 2000-B pitch splits 32-B sectors
+])
+def test_plan_odd_widths_mid_m(M, N, K, want):
+    """plan_rules.h kOddWidthsMidM (odd_widths bit 11): odd_widths bits 1 and 2 (unswapped 128 x 144
+    in as many waves, 128 x 224 in place of a 128 x 256 plan that is not long-running) past 512 tokens,
+    by the same >= 10% waves x width test, in place of plans of at most 2 waves (kOddWidthsMidMMaxWaves);
+    only for a column-major B (odd_layouts bit 1) whose pitch keeps whole sectors, and an output whose rows
+    can be TMA-stored."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=2047)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=2047 | 2048)
+    if want is None:
+        assert p == base
+        return
+    assert base["bn"] in (192, 256) and not base["swap_ab"], base
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"]) == (False, 128, want[0], 1, 1), p
+    assert (p["units"], p["wg_rows"]) == want[1:], p
+    assert p["grid"] == min(p["units"], 132)
+    # A row-major B (torch.mm's NN) has no odd-width kernel: the plan stays.
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 | 2048, odd_layouts=1) == \
+        _C.hopper_plan(M, N, K, 132, odd_widths=2047, odd_layouts=1)
+
+
+@pytest.mark.parametrize("M,N,K,want", [
     # want: (swap_ab, bn, units) with odd_widths bit 3 (token widths); None: the plan without it
     (320, 4096, 4096, (True, 80, 128)),     # 96 128x128 tiles (cost 256) -> 128 of 128x80 (208), cuBLAS's tile
     (288, 4096, 4096, (True, 72, 128)),
@@ -527,8 +566,9 @@ def test_plan_token_widths(M, N, K, want):
     a row-major A only (odd_layouts bit 0); fp32 outputs keep 128-wide tiles."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=7)
     p = _C.hopper_plan(M, N, K, 132, odd_widths=15)
-    d = _C.hopper_plan(M, N, K, 132)  # the default: the same, but where the 64-row token tiles (bits 4, 7) take over
-    assert p == d or ((d["bm"], d["bn"]) == (64, 144 if M <= 144 else 160 if M <= 160 else 176) and 129 <= M <= 176), d
+    d = _C.hopper_plan(M, N, K, 132)  # the default: the same, but where the 64-row token tiles (bits 4, 7..12) take over
+    rows64 = 144 if M <= 144 else 160 if M <= 160 else 176 if M <= 176 else 192 if M <= 192 else 224
+    assert p == d or ((d["bm"], d["bn"]) == (64, rows64) and 129 <= M <= 224), d
     if want is None:
         assert p == base
         return
@@ -579,11 +619,13 @@ def test_plan_token_widths(M, N, K, want):
     (185, 6400, 520, (192, 100)),
     (192, 8192, 14336, (192, 128)),  # in place of a split plan (swapped 128 x 192 x 2)
     (190, 6272, 4096, None),         # under 3/4 of a wave
-    (193, 8192, 8192, None),         # more tokens than one 192-wide tile, unsplit (128 x 128)
-    (224, 8192, 14336, (224, 128)),  # bit 10: 64 x 224 for 193..224 tokens, in place of split plans only
+    (193, 8192, 8192, (224, 128)),   # bit 12: 64 x 224 in place of an unsplit 128 x 128 plan
+    (208, 8200, 4100, (224, 129)),
+    (208, 6144, 4096, None),         # 96 tiles: under 3/4 of a wave
+    (224, 8192, 14336, (224, 128)),  # bit 10: 64 x 224 for 193..224 tokens, in place of split plans
     (193, 8192, 14336, (224, 128)),
     (216, 6400, 11008, (224, 100)),
-    (224, 8192, 8192, None),         # unsplit one-warpgroup 128 x 128 plan: stays
+    (224, 8192, 8192, (224, 128)),   # bit 12 (the one-warpgroup 128 x 128 plan before 2026-12-03d)
     (230, 8192, 14336, None),        # more tokens than one 224-wide tile
     (128, 8192, 8192, None),         # below kTokenRows64MinM
     (136, 8456, 1000, None),         # 133 tiles: more than one wave
@@ -598,11 +640,11 @@ def test_plan_token_rows64(M, N, K, want):
     64 x 144 tiles (one token tile for all tokens) when those fill 3/4 of a wave to one; bit 7
     (since 2026-12-02h): 64 x 160 tiles for 145..160 tokens, bit 8 64 x 176 for 161..176, bit 9 (since
     2026-12-03) 64 x 192 for 177..192, bit 10 (since 2026-12-03) 64 x 224 for 193..224 in place of split
-    plans only; bit 6 (since 2026-12-02h): also in place of a split plan; 16-bit
-    outputs only."""
+    plans, bit 12 (since 2026-12-03d) also of unsplit unswapped 128 x 128 ones; bit 6 (since 2026-12-02h):
+    also in place of a split plan; 16-bit outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=2047)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=8191)
     if want is None:
         assert p == base
         return
@@ -614,14 +656,16 @@ def test_plan_token_rows64(M, N, K, want):
     # each bit on its own: bits 7, 8, 9 the 160, 176, 192 widths, bit 6 the split plans
     split = base["splits"] > 1
     if split:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~64) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~64) == base
     else:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~64) == p
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~64) == p
+        if width == 224:  # bit 12's own
+            assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~4096) == base
     wider = {144: 0, 160: 128 | 256 | 512 | 1024, 176: 256 | 512 | 1024, 192: 512 | 1024, 224: 1024}[width]  # (without its bit, a wider tile)
     if wider:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~wider) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~wider) == base
         wbit = {160: 128, 176: 256, 192: 512, 224: 1024}[width]
-        q = _C.hopper_plan(M, N, K, 132, odd_widths=2047 & ~wbit)
+        q = _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~wbit)
         assert q == base or (q["bm"], q["bn"]) == (64, {160: 176, 176: 192, 192: 224, 224: 0}[width]), q
     assert _C.hopper_plan(M, N, K, 132, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
@@ -630,7 +674,7 @@ def test_plan_token_rows64(M, N, K, want):
 @pytest.mark.parametrize("M,N,K,want", [
     # want: the plan's ring_staging (plan_rules.h kRingStagingMinKTiles: one-warpgroup 128 x 128 from
     # 96 k tiles; kRingStagingMinKTilesRows64: 64-row token tiles from 32), with the expected tile
-    (256, 8192, 6144, ((128, 128), True)), (224, 8192, 6081, ((128, 128), True)),
+    (256, 8192, 6144, ((128, 128), True)), (256, 8192, 6081, ((128, 128), True)),
     (256, 8192, 6080, ((128, 128), False)), (128, 14336, 4096, ((128, 128), False)),
     (256, 8192, 8192, ((128, 128), True)),
     (172, 8192, 4096, ((64, 176), True)), (160, 6400, 2048, ((64, 160), True)),

@@ -258,7 +258,12 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     rows = M, cols = N;
   }
   // odd_widths (plan_rules.h): the least waves x width among the candidates, if >= 10% below the plan's.
-  if (odd_widths && all_widths && M <= 512 && p.bm == 128 && p.splits == 1) {
+  // Past 512 tokens (bit 11) only the unswapped candidates (the swapped 160 is for <= 320 tokens), and only
+  // in place of a plan of at most kOddWidthsMidMMaxWaves waves, with TMA-stored output rows, and a B
+  // whose line pitch keeps whole sectors (else kSplitSectorClusters' pairs): the cases measured.
+  const bool mid_m = (odd_widths & kOddWidthsMidM) && out_tma && !(split_sectors & 2) && !p.swap_ab &&
+                     waves(plan_tiles(rows, cols, p.bm, p.bn)) <= kOddWidthsMidMMaxWaves;
+  if (odd_widths && all_widths && (M <= 512 || mid_m) && p.bm == 128 && p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
     bool best_swap = p.swap_ab;
     int best_bn = 0;
@@ -302,13 +307,16 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // odd_widths bit 4 (plan_rules.h kTokenRows64MinM): one 64 x 144 swapped tile per 64 weight rows
   // (129..144 tokens); bit 7: one 64 x 160 tile (145..160 tokens); bit 8: one 64 x 176 tile (161..176
   // tokens); bit 9: one 64 x 192 tile (177..192 tokens); bit 6: in place of a split plan too; bit 10:
-  // one 64 x 224 tile (193..224 tokens) in place of a split plan only.
+  // one 64 x 224 tile (193..224 tokens) in place of a split plan, with bit 12 also of an unsplit unswapped 128 x 128 one.
   const int rows64_bn = M <= kTokenRows64Width                            ? kTokenRows64Width
                         : (odd_widths & 128) && M <= kTokenRows64Width160 ? kTokenRows64Width160
                         : (odd_widths & 256) && M <= kTokenRows64Width176 ? kTokenRows64Width176
                         : (odd_widths & 512) && M <= kTokenRows64Width192 ? kTokenRows64Width192
-                        : (odd_widths & 1024) && M <= kTokenRows64Width224 && p.splits > 1 ? kTokenRows64Width224
-                                                                          : 0;
+                        : (odd_widths & 1024) && M <= kTokenRows64Width224 &&
+                                  (p.splits > 1 || ((odd_widths & kOddWidthsRows64Unsplit224) && !p.swap_ab &&
+                                                    p.bm == 128 && p.bn == 128))
+                            ? kTokenRows64Width224
+                            : 0;
   if ((odd_widths & 16) && rows64_bn > 0 && all_widths && (odd_layouts & 1) && M >= kTokenRows64MinM &&
       (p.splits == 1 || (odd_widths & 64)) && plan_tiles(rows, cols, p.bm, p.bn) <= num_sms) {
     const int64_t t = plan_tiles(N, M, 64, rows64_bn);

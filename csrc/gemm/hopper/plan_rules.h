@@ -157,7 +157,27 @@ constexpr int kWidth192 = 3;
 // H200 A/B (3 rounds, NT, dirty L2, us, 1023 -> 2047), 6 of 6 faster in every round: 224x8192x14336
 // 92.2 -> 84.4, 208x8192x14336 92.6 -> 84.6, 193x8192x14336 91.0 -> 83.2, 224x7168x14336 87.8 -> 80.6,
 // 216x6400x11008 67.0 -> 59.5, 224x8192x28672 175.9 -> 166.5.
-constexpr int kOddWidths = 2047;
+// Bit 11 (2026-12-03d): bits 1 and 2 past 512 tokens (plan.h's odd_widths block), for mid-size
+// products whose 128 x 192 / 256 tiles part-fill their last wave (with a column-major B: F.linear's
+// weight). H200, forced tiles, 2 rounds, NT, dirty L2, us (benchmarks/results/h200_2026-12-03d_ab.txt),
+// 144 wide: 1536x1536x1536 (96 128 x 192 tiles -> 132) 18.8 -> 17.1, 1536x1536x4096 36.6 -> 32.5,
+// 1280x1792x4096 36.4 -> 32.4, 768x3072x4096 37.5 -> 33.0, 3072x1536x4096 (144 128 x 256 tiles in 2
+// waves -> 264) 86.6 -> 59.7, 2560x1792x4096 87.0 -> 59.9; 224 wide: 1024x3584x4096 46.7 -> 43.0,
+// 2048x1792x4096 46.2 -> 43.2, 4096x1536x4096 90.2 -> 81.7, 2048x3072x4096 89.9 -> 83.0,
+// 1280x2560x4096 46.2 -> 42.3, 2048x2560x2048 46.9 -> 43.0: 12 of 12 faster; as the default, 11 of 12
+// (2 rounds, 2047 -> 8191): 3072x1536x1024 27.8 -> 21.4, 2048x2560x8192 167.6 -> 151.2, but 700x3100x2000
+// 27.2 -> 30.3 (its 6200-B output rows are copied out, not TMA-stored: hence out_tma). Only in place
+// of plans of at most 2 waves (those measured; 4097^3, 5 waves of 128 x 256, keeps its plan).
+constexpr int kOddWidthsMidM = 2048;
+constexpr int kOddWidthsMidMMaxWaves = 2;
+// Bit 12 (2026-12-03d): bit 10's 64 x 224 token tile (193..224 tokens) also in place of an unsplit
+// unswapped 128 x 128 plan (two token tiles, 32..63 token rows computed for nothing), under the same
+// fill bound. H200, forced 64 x 224, 2 rounds, NT, dirty L2, us: 200x8192x8192 52.1 -> 49.6,
+// 208x8192x8192 52.1 -> 50.8, 216x8192x8192 52.9 -> 51.4, 208x8192x4096 30.9 -> 28.7,
+// 208x8192x11008 72.8 -> 66.3: 5 of 5 faster; as the default (2 rounds, 2047 -> 8191): 193x8192x8192
+// 51.3 -> 49.0, 208x8192x8192 51.5 -> 49.8, 224x8192x8192 51.7 -> 50.0, 208x8192x11008 70.5 -> 65.6.
+constexpr int kOddWidthsRows64Unsplit224 = 4096;
+constexpr int kOddWidths = 8191;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
