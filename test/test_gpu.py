@@ -27,6 +27,7 @@ from conftest import make_matrix, rel_err
 
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
 _ODD_WIDTHS_DEFAULT = "8191"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
+_ODD_MID_M, _ODD_UNSPLIT224 = 2048, 4096  # its bits 11 and 12: plan_rules.h kOddWidthsMidM, kOddWidthsRows64Unsplit224
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -1060,11 +1061,12 @@ def test_gemm_odd_widths_mid_m(shape, width, units, layout, dtype):
     """Mid-size products past 512 tokens on unswapped 128 x 144 / 128 x 224 tiles (plan_rules.h
     kOddWidthsMidM, odd_widths bit 11, for a column-major B whose pitch keeps whole sectors and
     16-B-aligned output rows; other layouts get other plans, checked all the same): one wave of 132
-    one-warpgroup 144-wide tiles (M = 1536 = 12 x 128 exactly, an M tail at 700), two
-    waves of 144 / 224 on two warpgroups from the dynamic schedule (3000, 4000, 2900: M tails), K tails
-    (1008, 4112, 2064, 3008), the 16- / 32-column last epilogue round, N tails (last tiles 104, 80, 96
-    of 144 columns; 184, 8 of 224). Plain GEMM and addmm terms."""
-    if _odd_width_bits() & (2048 | (2 if width == 144 else 4)) != (2048 | (2 if width == 144 else 4)):
+    one-warpgroup 144-wide tiles (M = 1536 = 12 x 128 exactly, an M tail at 700), two waves of
+    144 / 224 on two warpgroups from the dynamic schedule (3000, 4000, 2900: M tails), K tails (1008,
+    4112, 2064, 3008), the 16- / 32-column last epilogue round, N tails (last tiles 104, 80, 96 of 144
+    columns; 184, 8 of 224). Plain GEMM and addmm terms."""
+    need = _ODD_MID_M | (2 if width == 144 else 4)  # with bit 1 (144) or bit 2 (224)
+    if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the mid-size 128 x {width} plans")
     M, N, K = shape
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
@@ -1203,15 +1205,15 @@ def test_gemm_token_rows64(shape, layout, dtype):
     """Swapped 64-row tiles, one token tile for all tokens (plan.h odd_widths bits 4, 6, 7, 8, 9, default
     where they fill 3/4 of a wave): 64 x 144 for 129..144 tokens, 64 x 160 for 145..160, 64 x 176 for
     161..176, 64 x 192 for 177..192, also where the plan would split K, and 64 x 224 for 193..224
-    there (bit 10) and in place of unsplit 128 x 128 plans (bit 12); token tails (129, 136, 140 of 144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176;
-    177, 185, 189 of 192; 193, 197, 200, 208, 210, 216 of 224), weight tails
-    (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
+    there (bit 10) and in place of unsplit 128 x 128 plans (bit 12); token tails (129, 136, 140 of
+    144 rows; 145, 150, 157 of 160; 161, 170, 173 of 176; 177, 185, 189 of 192; 193, 197, 200, 208,
+    210, 216 of 224), weight tails (8200, 6400: 100 tiles), K tails, a narrow last epilogue round (16, 32 or 48 columns) through its own
     transposed TMA box; other layouts than a row-major A get other plans, checked all the same. From
     K = 2048 (plan_rules.h kRingStagingMinKTilesRows64) the staging boxes lie in the stage ring."""
     M, N, K = shape
     width = 144 if M <= 144 else 160 if M <= 160 else 176 if M <= 176 else 192 if M <= 192 else 224
     need = 16 | {144: 0, 160: 128, 176: 256, 192: 512, 224: 1024}[width] | (64 if K > 8192 else 0) | \
-        (4096 if shape in _TOKEN_ROWS64_UNSPLIT224 else 0)
+        (_ODD_UNSPLIT224 if shape in _TOKEN_ROWS64_UNSPLIT224 else 0)
     if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the 64 x {width} plan here")
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:

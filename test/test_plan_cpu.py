@@ -15,6 +15,10 @@ from hypothesis import strategies as st
 
 from torch_tk import _C
 
+# TK_HOPPER_ODD_WIDTHS masks (plan_rules.h): the default kOddWidths, the plans before 2026-12-03d, and
+# bits 11 / 12 (kOddWidthsMidM, kOddWidthsRows64Unsplit224)
+_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 8191, 2047, 2048, 4096
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 20000), st.integers(1, 60000), st.integers(1, 30000), st.sampled_from([78, 114, 132]),
@@ -262,7 +266,7 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
     into unsplit unclustered 64x128 plans. (odd_widths bit 11 off: its mid-size plans also depend on
     out_tma and split_sectors, test_plan_odd_widths_mid_m.)"""
-    ow = 8191 & ~2048
+    ow = _ODD_ALL & ~_ODD_MID_M
     q0 = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=0, out_tma=out_tma, split_sectors=0)
     q = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1, out_tma=out_tma, split_sectors=0)
     # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored from
@@ -524,8 +528,8 @@ def test_plan_odd_widths_mid_m(M, N, K, want):
     by the same >= 10% waves x width test, in place of plans of at most 2 waves (kOddWidthsMidMMaxWaves);
     only for a column-major B (odd_layouts bit 1) whose pitch keeps whole sectors, and an output whose rows
     can be TMA-stored."""
-    base = _C.hopper_plan(M, N, K, 132, odd_widths=2047)
-    p = _C.hopper_plan(M, N, K, 132, odd_widths=2047 | 2048)
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D | _ODD_MID_M)
     if want is None:
         assert p == base
         return
@@ -534,8 +538,8 @@ def test_plan_odd_widths_mid_m(M, N, K, want):
     assert (p["units"], p["wg_rows"]) == want[1:], p
     assert p["grid"] == min(p["units"], 132)
     # A row-major B (torch.mm's NN) has no odd-width kernel: the plan stays.
-    assert _C.hopper_plan(M, N, K, 132, odd_widths=2047 | 2048, odd_layouts=1) == \
-        _C.hopper_plan(M, N, K, 132, odd_widths=2047, odd_layouts=1)
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D | _ODD_MID_M, odd_layouts=1) == \
+        _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D, odd_layouts=1)
 
 
 @pytest.mark.parametrize("M,N,K,want", [
@@ -644,7 +648,7 @@ def test_plan_token_rows64(M, N, K, want):
     also in place of a split plan; 16-bit outputs only."""
     base = _C.hopper_plan(M, N, K, 132, odd_widths=15 | 32)  # bit 5 is the split plans' (test_plan_split_160)
     p = _C.hopper_plan(M, N, K, 132)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=8191)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL)
     if want is None:
         assert p == base
         return
@@ -656,16 +660,16 @@ def test_plan_token_rows64(M, N, K, want):
     # each bit on its own: bits 7, 8, 9 the 160, 176, 192 widths, bit 6 the split plans
     split = base["splits"] > 1
     if split:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~64) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~64) == base
     else:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~64) == p
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~64) == p
         if width == 224:  # bit 12's own
-            assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~4096) == base
+            assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~_ODD_UNSPLIT224) == base
     wider = {144: 0, 160: 128 | 256 | 512 | 1024, 176: 256 | 512 | 1024, 192: 512 | 1024, 224: 1024}[width]  # (without its bit, a wider tile)
     if wider:
-        assert _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~wider) == base
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~wider) == base
         wbit = {160: 128, 176: 256, 192: 512, 224: 1024}[width]
-        q = _C.hopper_plan(M, N, K, 132, odd_widths=8191 & ~wbit)
+        q = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~wbit)
         assert q == base or (q["bm"], q["bn"]) == (64, {160: 176, 176: 192, 192: 224, 224: 0}[width]), q
     assert _C.hopper_plan(M, N, K, 132, odd_layouts=2) == _C.hopper_plan(M, N, K, 132, odd_widths=15, odd_layouts=2)
     assert _C.hopper_plan(M, N, K, 132, False) == _C.hopper_plan(M, N, K, 132, False, odd_widths=15)
