@@ -26,8 +26,9 @@ import torch_tk
 from conftest import make_matrix, rel_err
 
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
-_ODD_WIDTHS_DEFAULT = "8191"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
+_ODD_WIDTHS_DEFAULT = "32767"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
 _ODD_MID_M, _ODD_UNSPLIT224 = 2048, 4096  # its bits 11 and 12: plan_rules.h kOddWidthsMidM, kOddWidthsRows64Unsplit224
+_ODD_MID_M224 = 8192  # its bit 13: plan_rules.h kOddWidthsMidM224
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -1034,14 +1035,14 @@ def test_gemm_bn160(shape, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(384, 6144, 520), (360, 6150, 520), (380, 6144, 4100)],
+@pytest.mark.parametrize("shape", [(384, 6144, 520), (340, 6150, 8200), (380, 6144, 4100)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_bn144(shape, layout, dtype):
     """Unswapped 128x144 tiles (plan_rules.h kOddWidths bit 1, for a column-major B; other layouts get
     other plans, checked all the same): the narrow last epilogue round (16 columns) copied out by
     rows after two TMA-stored rounds (6144: 16-B output pitch) or every round copied out (6150:
-    odd pitch, a 102-column last tile), an M tail (360, 380) and a K tail (4100). Plain GEMM and
-    addmm terms."""
+    odd pitch, a 102-column last tile; one wave of those only from 128 k tiles, bit 14), an M tail
+    (340, 380) and a K tail (4100, 8200). Plain GEMM and addmm terms."""
     if not _odd_width_bits() & 2:
         pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the 144-wide tiles")
     M, N, K = shape
@@ -1073,6 +1074,28 @@ def test_gemm_odd_widths_mid_m(shape, width, units, layout, dtype):
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
         assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["units"]) == (False, 128, width, 1, units), plan
     _check_gemm_and_addmm(shape, layout, dtype, f"mid-size 128x{width}")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,units", [((3000, 3001, 2000), 336), ((2200, 4000, 1030), 324),
+                                         ((1024, 14336, 1024), 512)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_gemm_odd_widths_mid_m224(shape, units, layout, dtype):
+    """Multi-wave unswapped 128 x 224 plans past 512 tokens (plan_rules.h kOddWidthsMidM224, odd_widths
+    bit 13, for a column-major B whose pitch keeps whole sectors; other layouts get other plans,
+    checked all the same), from the dynamic schedule: 3 waves with M, N and K tails and output rows
+    copied out (3001 columns: a 89-column last tile), 3 waves with re-pitched operand copies (K = 1030)
+    and a 192-column last tile, 4 full waves without tails. Plain GEMM and addmm terms."""
+    if _odd_width_bits() & (_ODD_MID_M224 | 4) != _ODD_MID_M224 | 4:
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the multi-wave 128 x 224 plans")
+    M, N, K = shape
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False)  # (for a row-major A, a column-major B)
+        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["units"]) == (False, 128, 224, 1, units), plan
+        assert plan["dynamic"], plan
+    _check_gemm_and_addmm(shape, layout, dtype, "mid-size 128x224, several waves")
 
 
 def _forced_tile_params(shapes):

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from torch_tk import _C
 
 # TK_HOPPER_ODD_WIDTHS masks (plan_rules.h): the default kOddWidths, the plans before 2026-12-03d, and
-# bits 11 / 12 (kOddWidthsMidM, kOddWidthsRows64Unsplit224)
-_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 8191, 2047, 2048, 4096
+# bits 11 / 12 (kOddWidthsMidM, kOddWidthsRows64Unsplit224); the plans before 2026-12-03e, and bits 13 / 14
+# (kOddWidthsMidM224, kOddWidths144Unaligned)
+_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 32767, 2047, 2048, 4096
+_ODD_BEFORE_03E, _ODD_MID_M224, _ODD_144_UNALIGNED = 8191, 8192, 16384
 
 
 @settings(max_examples=300, deadline=None)
@@ -179,16 +181,21 @@ def test_hopper_plan_examples():
     assert _C.hopper_plan(4096, 4096, 4096, 132, stream_k=1)["sk_tiles"] == 248
     assert _C.hopper_plan(4096, 4096, 4096, 132, stream_k=3)["sk_tiles"] == 0
     # mode 3: 4097^3 = 561 tiles, the last wave 33 of 132 (15% of the run idle) -> the last 165
-    # tiles over all CTAs; not with K past 65 k tiles or under 16, nor a 3%-idle last wave (4096^3)
-    assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3)["sk_tiles"] == 165
-    assert _C.hopper_plan(4097, 4097, 4097, 132)["sk_tiles"] == 0  # not the default
-    assert _C.hopper_plan(4097, 4097, 4161, 132, stream_k=3)["sk_tiles"] == 0
-    assert _C.hopper_plan(4097, 4097, 960, 132, stream_k=3)["sk_tiles"] == 0
+    # tiles over all CTAs; not with K past 65 k tiles or under 16, nor a 3%-idle last wave (4096^3).
+    # (The stream-K tails are for 128x256 tiles: 4097-wide shapes take 128x224 by default since
+    # 2026-12-03e, odd_widths bit 13, hence _ODD_BEFORE_03E below.)
+    ow = _ODD_BEFORE_03E
+    assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 165
+    assert _C.hopper_plan(4097, 4097, 4097, 132, odd_widths=ow)["sk_tiles"] == 0  # not the default
+    assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3)["sk_tiles"] == 0  # 128x224 tiles: no tail
+    assert _C.hopper_plan(4097, 4097, 4161, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 0
+    assert _C.hopper_plan(4097, 4097, 960, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 0
     assert _C.sk_tiles(561, 132, 10) == 165 and _C.sk_tiles(512, 132, 10) == 0
     # the aligned last-wave split: 4097^3 = 561 tiles (4 waves + 33) -> 33 tail tiles x 4 slots
     # on 132 CTAs; 6144x4097x4097 = 816 tiles -> 24 x 4; K = 2048 (32 k tiles) -> 2 slots of 16;
     # 4096^3 (r = 116 > 66) and 8192x10240x8192 (r = 52: 2 slots save 2.5% < 3%) stay whole
-    split = lambda M, N, K: (lambda q: (q["sk_tiles"], q["sk_parts"]))(_C.hopper_plan(M, N, K, 132, stream_k=2))  # noqa: E731
+    split = lambda M, N, K: (lambda q: (q["sk_tiles"], q["sk_parts"]))(_C.hopper_plan(M, N, K, 132, stream_k=2,  # noqa: E731
+                                                                                   odd_widths=ow))
     assert split(4097, 4097, 4097) == (33, 132) and split(6144, 4097, 4097) == (24, 96)
     assert split(4097, 4097, 2048) == (33, 66)
     assert split(4096, 4096, 4096) == (0, 0) and split(8192, 10240, 8192) == (0, 0)
@@ -265,8 +272,8 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     """mid64 changes exactly the unswapped 128x64 plans within the narrowing's K bound whose
     64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
     into unsplit unclustered 64x128 plans. (odd_widths bit 11 off: its mid-size plans also depend on
-    out_tma and split_sectors, test_plan_odd_widths_mid_m.)"""
-    ow = _ODD_ALL & ~_ODD_MID_M
+    out_tma and split_sectors, test_plan_odd_widths_mid_m; bits 13 and 14 likewise.)"""
+    ow = _ODD_ALL & ~(_ODD_MID_M | _ODD_MID_M224 | _ODD_144_UNALIGNED)
     q0 = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=0, out_tma=out_tma, split_sectors=0)
     q = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1, out_tma=out_tma, split_sectors=0)
     # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored from
@@ -322,7 +329,7 @@ def test_plan_one_warpgroup_128x128(M, N, K, all_widths, want):
 
 
 @pytest.mark.parametrize("M,N,K,ring", [
-    (384, 6144, 4096, False), (256, 8960, 8960, True), (330, 6100, 520, False), (250, 8999, 8191, True),
+    (384, 6144, 4096, False), (256, 8960, 8960, True), (340, 6150, 8200, True), (250, 8999, 8191, True),
 ])
 def test_plan_one_warpgroup_144(M, N, K, ring):
     """plan_rules.h kOneWarpgroupWidths bit 6 (default since 2026-12-03c; TK_HOPPER_ONE_WG=17 turns it
@@ -540,6 +547,72 @@ def test_plan_odd_widths_mid_m(M, N, K, want):
     # A row-major B (torch.mm's NN) has no odd-width kernel: the plan stays.
     assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D | _ODD_MID_M, odd_layouts=1) == \
         _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03D, odd_layouts=1)
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: units of unswapped 128x224 under odd_widths bit 13 (kOddWidthsMidM224); None: the plan without it
+    (4097, 4097, 4097, 627),     # 561 128x256 tiles (5 waves) -> 627 (5): 7/8 of the width; rows copied out
+    (1024, 14336, 4096, 512),    # 448 (4 waves) -> 512 (4)
+    (3072, 3072, 4096, 336),     # 288 (3) -> 336 (3)
+    (6144, 3584, 4096, 768),     # 672 (6) -> 768 (6)
+    (2049, 8191, 4096, 629),     # 544 (5) -> 629 (5), output rows copied out
+    (3000, 3001, 2000, 336),     # M, N, K tails; output rows copied out
+    (2200, 4000, 1030, 324),     # K = 1030: re-pitched operand copies (whole lines)
+    (8192, 6144, 4096, None),    # long-running 128x256 plans keep their clusters
+    (8192, 2048, 2048, None),    # bench_model's linears: 512 tiles (4 waves) -> 640 (5)
+    (8192, 5632, 2048, None),
+    (2048, 2048, 2048, None),    # one wave of 128x256
+    (2200, 4000, 4104, None),    # B's 8208-B pitch splits 32-B sectors
+    (256, 14336, 4096, None),    # <= 512 tokens: bit 2 alone (128 tiles of 128x224 already)
+])
+def test_plan_odd_widths_mid_m224(M, N, K, want):
+    """plan_rules.h kOddWidthsMidM224 (odd_widths bit 13): bit 2's unswapped 128 x 224 candidate past
+    512 tokens by the same >= 10% waves x width test, in any number of waves and whatever the output
+    rows (bit 11's limits), in place of a 128 x 256 plan that is not long-running; only for a
+    column-major B (odd_layouts bit 1) whose pitch keeps whole sectors. Not the 144 candidate."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224)
+    assert _C.hopper_plan(M, N, K, 132) == _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL)  # the default
+    if want is None:
+        assert p == base
+        return
+    assert (base["swap_ab"], base["bm"], base["bn"], base["splits"]) == (False, 128, 256, 1), base
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (False, 128, 224, 1, 1, want), p
+    assert p["wg_rows"] == 64 and p["grid"] == min(want, 132) and p["sk_tiles"] == 0
+    assert p["dynamic"] == base["dynamic"]
+    # the output-row and sector limits: only B's sectors matter here
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224, out_tma=False)["bn"] == 224
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224, split_sectors=1)["bn"] == 224
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224, split_sectors=2)["bn"] != 224
+    # A row-major B (torch.mm's NN) has no odd-width kernel: the plan stays.
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224, odd_layouts=1) == \
+        _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E, odd_layouts=1)
+
+
+@pytest.mark.parametrize("M,N,K,out_tma,want", [
+    # want: bn under odd_widths bit 14 (kOddWidths144Unaligned); without it 144 everywhere here
+    (360, 6150, 520, False, 192),    # one wave of 128x144 (129 tiles), rows copied out, 9 k tiles
+    (384, 6150, 2048, False, 192),
+    (384, 6150, 4096, False, 192),   # 64 k tiles
+    (336, 6150, 8192, False, 144),   # 128 k tiles (kOddWidths144UnalignedMinKTiles): kept
+    (384, 6150, 4096, True, 144),    # TMA-stored rows (as if aligned): kept
+    (384, 6144, 4096, False, 192),
+    (384, 6144, 4096, True, 144),    # the default (6144 columns are 16-B aligned)
+    (330, 6100, 520, False, 192),
+])
+def test_plan_odd_widths_144_unaligned(M, N, K, out_tma, want):
+    """plan_rules.h kOddWidths144Unaligned (odd_widths bit 14): a one-wave unswapped 128 x 144 plan
+    (bit 1) whose output rows are copied out (out_tma false) only from kOddWidths144UnalignedMinKTiles
+    (128) k tiles; the 128 x 192 plan stays otherwise."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E, out_tma=out_tma)
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_144_UNALIGNED, out_tma=out_tma)
+    assert (base["swap_ab"], base["bm"], base["bn"], base["units"]) == (False, 128, 144, -(-M // 128) * -(-N // 144))
+    assert base["units"] <= 132
+    assert _C.hopper_plan(M, N, K, 132, out_tma=out_tma) == p  # the default
+    if want == 144:
+        assert p == base
+    else:
+        assert (p["swap_ab"], p["bm"], p["bn"], p["splits"]) == (False, 128, want, 1), p
 
 
 @pytest.mark.parametrize("M,N,K,want", [

@@ -21,13 +21,21 @@ def _hopper():
         return False
 
 
+# TK_HOPPER_ODD_WIDTHS without bits 11 and 13 (plan_rules.h kOddWidthsMidM, kOddWidthsMidM224): the
+# stream-K tails are built for 128x256 tiles, which those bits re-plan as 128x144 / 128x224 at the
+# tail and split shapes (2432x1792x4096: 133 tiles of 128x256 -> 247 of 128x144).
+_ODD_WIDTHS_128X256 = str(32767 & ~(2048 | 8192))
+
+
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")
 # The stream-K tails apply to unclustered plans only: the K = 520 / 1000 shapes (pitches that
 # split 32-B sectors) would otherwise cluster (plan_rules.h kSplitSectorClusters).
 @pytest.mark.parametrize("mode,knob", [("tail", {"TK_HOPPER_STREAMK": "1", "TK_HOPPER_SK_FILL": "0",
-                                                 "TK_HOPPER_SECTOR_CLUSTERS": "0"}),
+                                                 "TK_HOPPER_SECTOR_CLUSTERS": "0",
+                                                 "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
                                        ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0",
-                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0"}),
+                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0",
+                                                  "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
                                        ("fill", {"TK_HOPPER_SK_FILL": "2", "TK_HOPPER_STREAMK": "0"})])
 def test_stream_k_in_child_process(mode, knob):
     env = dict(os.environ, **knob, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))

@@ -263,7 +263,9 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // whose line pitch keeps whole sectors (else kSplitSectorClusters' pairs): the cases measured.
   const bool mid_m = (odd_widths & kOddWidthsMidM) && out_tma && !(split_sectors & 2) && !p.swap_ab &&
                      waves(plan_tiles(rows, cols, p.bm, p.bn)) <= kOddWidthsMidMMaxWaves;
-  if (odd_widths && all_widths && (M <= 512 || mid_m) && p.bm == 128 && p.splits == 1) {
+  // Bit 13: the 224 candidate alone past 512 tokens in any number of waves, whatever the output rows.
+  const bool mid_m224 = (odd_widths & kOddWidthsMidM224) && !(split_sectors & 2) && !p.swap_ab;
+  if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224) && p.bm == 128 && p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
     bool best_swap = p.swap_ab;
     int best_bn = 0;
@@ -275,8 +277,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if (odd_widths & 1) consider(true, 160);
     // Unswapped 144 (bit 1) only in place of an unswapped plan (not of swapped 160: fewer padded
     // rows), in as many waves.
-    if ((odd_widths & 2) && !p.swap_ab && best_bn == 0 &&
-        waves(plan_tiles(M, N, 128, 144)) <= waves(plan_tiles(rows, cols, 128, p.bn)))
+    // Bit 14: a one-wave 144 plan whose output rows are copied out (not TMA-stored) only from
+    // kOddWidths144UnalignedMinKTiles k tiles (its epilogue is the whole tail there).
+    const int64_t tiles144 = plan_tiles(M, N, 128, 144);
+    const bool rows144 = out_tma || !(odd_widths & kOddWidths144Unaligned) || tiles144 > num_sms ||
+                         k_tiles >= kOddWidths144UnalignedMinKTiles;
+    if ((odd_widths & 2) && !p.swap_ab && best_bn == 0 && (M <= 512 || mid_m) && rows144 &&
+        waves(tiles144) <= waves(plan_tiles(rows, cols, 128, p.bn)))
       consider(false, 144);
     // Unswapped 224 (bit 2) in place of a 128 x 256 plan that is not long-running (those keep
     // their clusters), e.g. 256x14336x4096: 112 swapped 128 x 256 tiles on 132 SMs -> 128 of

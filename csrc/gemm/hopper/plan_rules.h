@@ -167,7 +167,7 @@ constexpr int kWidth192 = 3;
 // 1280x2560x4096 46.2 -> 42.3, 2048x2560x2048 46.9 -> 43.0: 12 of 12 faster; as the default, 11 of 12
 // (2 rounds, 2047 -> 8191): 3072x1536x1024 27.8 -> 21.4, 2048x2560x8192 167.6 -> 151.2, but 700x3100x2000
 // 27.2 -> 30.3 (its 6200-B output rows are copied out, not TMA-stored: hence out_tma). Only in place
-// of plans of at most 2 waves (those measured; 4097^3, 5 waves of 128 x 256, keeps its plan).
+// of plans of at most 2 waves (those measured; bit 13 below takes the 224 candidate further).
 constexpr int kOddWidthsMidM = 2048;
 constexpr int kOddWidthsMidMMaxWaves = 2;
 // Bit 12 (2026-12-03d): bit 10's 64 x 224 token tile (193..224 tokens) also in place of an unsplit
@@ -177,7 +177,26 @@ constexpr int kOddWidthsMidMMaxWaves = 2;
 // 208x8192x11008 72.8 -> 66.3: 5 of 5 faster; as the default (2 rounds, 2047 -> 8191): 193x8192x8192
 // 51.3 -> 49.0, 208x8192x8192 51.5 -> 49.8, 224x8192x8192 51.7 -> 50.0, 208x8192x11008 70.5 -> 65.6.
 constexpr int kOddWidthsRows64Unsplit224 = 4096;
-constexpr int kOddWidths = 8191;
+// Bit 13 (2026-12-03e): bit 2's 224 candidate past 512 tokens without bit 11's wave and output-row
+// limits (B's pitch still whole sectors, F.linear's layout; long-running 128 x 256 plans keep their
+// clusters). H200, forced 128 x 224 against the plan (128 x 256), 2 rounds, NT, dirty L2, us
+// (benchmarks/results/h200_2026-12-03e_ab.txt), 16 of 16 faster: 4097^3 277.8 -> 258.1 (4.41 -> 4.80x
+// torch.mm), 1024x14336x4096 185.0 -> 174.6, 1024x14336x8192 363.4 -> 333.7, 2048x7168x4096 186.9 ->
+// 174.9, 4096x3584x4096 186.2 -> 179.6, 6144x3584x4096 279.8 -> 267.1, 8192x1792x4096 186.8 -> 174.8,
+// 3072x3072x4096 135.2 -> 127.8, 2200x4000x4096 137.3 -> 127.6, 2048x5120x1024 40.5 -> 39.6,
+// 3072x7168x1024 74.6 -> 74.0; output rows copied out: 2049x8191x4096 241.1 -> 225.4, 1000x14337x4096
+// 200.4 -> 185.0, 3000x3001x2048 87.7 -> 79.5, 1500x6150x4096 148.4 -> 135.1, 4097x6150x8192 670.4 ->
+// 654.5. (The 144 candidate stays within bit 11's limits: past 2 waves it beat 224 by 1-3% only
+// where it needs a wave more, and lost by 8-22% elsewhere.)
+constexpr int kOddWidthsMidM224 = 8192;
+// Bit 14 (2026-12-03e): a one-wave unswapped 144 plan (bit 1) whose output rows are copied out (not
+// TMA-stored) only from kOddWidths144UnalignedMinKTiles k tiles: its epilogue is the whole tail
+// there. H200 (2026-12-03d call 4, 2 rounds, us, bit 1 off / on, 128 x 192 otherwise):
+// 360x6150x520 17.6 / 22.9, 384x6150x2048 28.6 / 32.4, 384x6150x4096 43.8 / 45.0, 336x6150x8192
+// 72.2 / 66.8 (as 700x3100x2000 under bit 11: 27.2 -> 30.3).
+constexpr int kOddWidths144Unaligned = 16384;
+constexpr int kOddWidths144UnalignedMinKTiles = 128;
+constexpr int kOddWidths = 32767;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
