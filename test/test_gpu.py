@@ -28,7 +28,7 @@ from conftest import make_matrix, rel_err
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
 _ODD_WIDTHS_DEFAULT = "32767"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
 _ODD_MID_M, _ODD_UNSPLIT224 = 2048, 4096  # its bits 11 and 12: plan_rules.h kOddWidthsMidM, kOddWidthsRows64Unsplit224
-_ODD_MID_M224 = 8192  # its bit 13: plan_rules.h kOddWidthsMidM224
+_ODD_MID_M224, _ODD_144_UNALIGNED = 8192, 16384  # its bits 13 and 14: plan_rules.h kOddWidthsMidM224, kOddWidths144Unaligned
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -1131,7 +1131,8 @@ def test_gemm_one_warpgroup_144(shape, layout, dtype):
     126-129 units, one per CTA; a 16-column last epilogue round copied out by rows per strip; M tails (330, 370, 250 of 384 / 256 rows), N tails and
     odd output pitches (6100, 6150, 8999), K tails (520, 1000, 8191); from K = 6144 (8191, 6144)
     the staging boxes lie in the stage ring. Other layouts than a column-major B get other plans,
-    checked all the same."""
+    checked all the same. The child also leaves out TK_HOPPER_ODD_WIDTHS bit 14 (kOddWidths144Unaligned),
+    which plans the short-K odd-pitch shapes (520, 1000) as 128 x 192 by default."""
     if os.environ.get("TK_HOPPER_ONE_WG") != _ONE_WG_144:
         pytest.skip(f"runs in a child process with TK_HOPPER_ONE_WG={_ONE_WG_144} "
                     "(test_one_warpgroup_144_in_child_process)")
@@ -1145,7 +1146,8 @@ def test_gemm_one_warpgroup_144(shape, layout, dtype):
 @needs_hopper
 def test_one_warpgroup_144_in_child_process():
     """The one-warpgroup 128x144 kernels (TK_HOPPER_ONE_WG bit 6, the default since 2026-12-03c)."""
-    out = _pytest_child({"TK_HOPPER_ONE_WG": _ONE_WG_144}, "test_gemm_one_warpgroup_144", timeout=400)
+    out = _pytest_child({"TK_HOPPER_ONE_WG": _ONE_WG_144, "TK_HOPPER_ODD_WIDTHS": str(int(_ODD_WIDTHS_DEFAULT) & ~_ODD_144_UNALIGNED)},
+                        "test_gemm_one_warpgroup_144", timeout=400)
     assert re.search(r"\b32 passed", out), out[-4000:]
 
 
