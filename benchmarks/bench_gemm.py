@@ -280,7 +280,8 @@ def run_case(torch_tk, bench, suite, M, N, K, layout, dtype_name, rounds, gen, b
     rec["new_fallback_reasons"] = sorted(set(torch_tk.fallback_reasons()) - r0)
     try:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        rec["plan"] = torch_tk._C.hopper_dispatch_plan(M, N, K, 0)  # with this process's TK_HOPPER_* knobs
+        # with this process's TK_HOPPER_* knobs, for this layout's contiguous operands
+        rec["plan"] = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, layout.upper())
         rec["skinny_plan"] = torch_tk._C.hopper_skinny_plan(M, N, K, a.stride(1) == 1, b.stride(0) == 1, sms)
     except Exception:  # noqa: BLE001 - CPU-only build
         pass

@@ -170,8 +170,9 @@ def main():
         M, N, K = (int(x) for x in shape.split("x"))
         a, b = layout_operands(M, N, K, lay)
         # The dispatcher's plan: this process's TK_HOPPER_* knobs included (a forced TK_HOPPER_TILE too),
-        # as for F.linear's layout (NT); other layouts may lose the odd widths (module.cpp).
-        print(f"{M}x{N}x{K} {lay}: plan {torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device())}")
+        # for this layout's contiguous operands (module.cpp).
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, torch.cuda.current_device(), False, lay.upper())
+        print(f"{M}x{N}x{K} {lay}: plan {plan}")
         pre = between
         if between is not None and args.prime_k > 0:
             a_p, b_p = a[:, :args.prime_k], b[:args.prime_k, :]

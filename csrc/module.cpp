@@ -16,7 +16,7 @@
 namespace tk {
 #ifdef TK_WITH_CUDA
 bool hopper_available(int device);
-hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32);
+hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn, bool b_mn);
 const char* hopper_store_variant();
 #endif
 #ifdef TK_WITH_HIP
@@ -56,14 +56,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("hopper_available", &tk::hopper_available, py::arg("device"));
   m.def(
       "hopper_dispatch_plan",
-      [](int M, int N, int K, int device, bool out_fp32) {
-        return plan_dict(tk::hopper_dispatch_plan(M, N, K, device, out_fp32));
+      [](int M, int N, int K, int device, bool out_fp32, const std::string& layout) {
+        // layout: A then B, "N" as stored (A M x K row-major, B K x N row-major), "T" transposed views
+        // (A column-major, B an N x K K-major weight: F.linear's "NT", the default).
+        if (layout.size() != 2 || (layout[0] != 'N' && layout[0] != 'T') || (layout[1] != 'N' && layout[1] != 'T'))
+          throw py::value_error("hopper_dispatch_plan: layout must be one of 'NN', 'NT', 'TN', 'TT', got '" + layout + "'");
+        return plan_dict(tk::hopper_dispatch_plan(M, N, K, device, out_fp32, layout[0] == 'T', layout[1] == 'N'));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("device") = 0, py::arg("out_fp32") = false,
+      py::arg("layout") = "NT",
       "The plan the CUDA dispatcher uses for a wgmma-kernel call on `device`: hopper_plan with this "
-      "process's TK_HOPPER_* knobs (read once) and the device's SM count, for a row-major A and a "
-      "column-major B (F.linear's layout; other layouts may lose the 96..160-wide tiles, plan.h "
-      "kOddWidths). Skinny-kernel calls (hopper_skinny_plan) are decided before it.");
+      "process's TK_HOPPER_* knobs (read once) and the device's SM count, for contiguous operands in "
+      "`layout` ('NT', the default: a row-major A and a column-major B, F.linear's; 'NN' torch.mm's of "
+      "row-major tensors, 'TN', 'TT'; plan_rules.h split_sectors_contiguous for their pitches; the odd "
+      "widths need a K-major Y, plan.h kOddWidths). Skinny-kernel calls (hopper_skinny_plan) are "
+      "decided before it. Raises ValueError for another layout string.");
   m.def("hopper_store_variant", &tk::hopper_store_variant,
         "The 16-bit epilogue's store variant this process uses: 'deferred' (default), 'tma', 'copy' or 'stmatrix' "
         "(TK_HOPPER_STORE, read once).");

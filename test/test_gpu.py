@@ -835,15 +835,34 @@ def test_unswap128_off_in_child_process():
 @needs_hopper
 def test_dispatch_plan_is_the_default_plan():
     """hopper_dispatch_plan (what the dispatcher and bench_gemm's plan column use) is hopper_plan
-    with this GPU's SM count when no TK_HOPPER_* knob is set."""
+    with this GPU's SM count when no TK_HOPPER_* knob is set, for contiguous operands in each layout:
+    the odd widths only where the Y operand is K-major (odd_layouts), the sector bits from the
+    pitches TMA reads (a pitch that is not a 16-B multiple is re-pitched into whole lines)."""
     if any(k.startswith("TK_HOPPER_") for k in os.environ):
         pytest.skip("a TK_HOPPER_* knob is set in this process")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def split(pitch_bytes):
+        return pitch_bytes % 16 == 0 and pitch_bytes % 32 != 0  # plan_rules.h split_sectors_contiguous
+
     for M, N, K in [(8192, 8192, 8192), (128, 4096, 4096), (1000, 1001, 999), (64, 4100, 4000), (1024, 1024, 1024),
-                    (256, 8192, 8192), (172, 8192, 4096)]:  # the last two: ring staging
+                    (256, 8192, 8192), (172, 8192, 4096),  # ring staging
+                    (4097, 4097, 4097), (1024, 14336, 4096), (1536, 1536, 1000), (1500, 6152, 1032)]:  # odd widths, sectors
         for out_fp32 in (False, True):
             assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32) == \
                 torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32)
+            for lay in LAYOUTS:
+                a_mn, b_mn = lay[0] == "t", lay[1] == "n"
+                sectors = (1 if split(2 * (M if a_mn else K)) else 0) | (2 if split(2 * (N if b_mn else K)) else 0)
+                want = torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32, odd_layouts=(0 if a_mn else 1) | (0 if b_mn else 2),
+                                               split_sectors=sectors)
+                assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32, _lay(lay)) == want, (M, N, K, lay)
+    # torch.mm's layout of row-major tensors has no odd-width kernel: 4097^3 stays 128x256 there
+    assert torch_tk._C.hopper_dispatch_plan(4097, 4097, 4097, 0, False, "NN")["bn"] == 256
+    if sms == 132:  # 5 waves of 128x256 or of 128x224 (plan_rules.h kOddWidthsMidM224)
+        assert torch_tk._C.hopper_dispatch_plan(4097, 4097, 4097, 0, False, "NT")["bn"] == 224
+    with pytest.raises(ValueError, match="layout"):
+        torch_tk._C.hopper_dispatch_plan(64, 64, 64, 0, False, "XT")
 
 
 # The tests whose calls go through the 16-bit epilogue's staging box (TMA store, transposed TMA

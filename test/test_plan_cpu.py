@@ -907,3 +907,12 @@ def test_plan_split_160(M, N, K):
     assert p["bn"] == 160 and {k: v for k, v in p.items() if k != "bn"} == {k: v for k, v in old.items() if k != "bn"}
     assert _C.hopper_plan(M, N, K, 132, unswap128=2, odd_layouts=2) == old  # column-major A
     assert _C.hopper_plan(M, N, K, 132, False)["bn"] != 160
+
+
+@pytest.mark.skipif(not hasattr(_C, "hopper_dispatch_plan"), reason="a build without the CUDA kernels")
+@pytest.mark.parametrize("layout", ["XT", "NTT", "", "nt"])
+def test_dispatch_plan_layout_argument(layout):
+    """hopper_dispatch_plan's layout names A then B, 'N' or 'T' each (module.cpp); anything else is a
+    ValueError naming the argument, raised before the device is touched."""
+    with pytest.raises(ValueError, match="layout must be one of"):
+        _C.hopper_dispatch_plan(64, 64, 64, 0, False, layout)

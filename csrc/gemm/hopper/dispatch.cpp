@@ -268,9 +268,9 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
 
 bool hopper_available(int device) { return is_sm90(device); }
 
-hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32) {
-  return knob_plan(M, N, K, device, out_fp32, false, false, hopper::output_tma_storable(N, !out_fp32),
-                   hopper::split_sectors_nt(K));
+hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn, bool b_mn) {
+  return knob_plan(M, N, K, device, out_fp32, a_mn, b_mn, hopper::output_tma_storable(N, !out_fp32),
+                   hopper::split_sectors_contiguous(M, N, K, a_mn, b_mn));
 }
 
 const char* hopper_store_variant() {

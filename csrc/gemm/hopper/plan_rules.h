@@ -350,9 +350,15 @@ inline bool splits_sectors(int64_t pitch_bytes) { return pitch_bytes % 32 != 0; 
 inline int split_sectors_mask(int64_t lda_bytes, int64_t ldb_bytes) {
   return (splits_sectors(lda_bytes) ? 1 : 0) | (splits_sectors(ldb_bytes) ? 2 : 0);
 }
-// split_sectors of contiguous 16-bit operands in F.linear's layout (A M x K, B N x K, both
-// K-major): their own pitch (2K bytes) when TMA can describe it, else the copies' whole lines.
-inline int split_sectors_nt(int64_t K) { return (2 * K) % 16 == 0 && splits_sectors(2 * K) ? 3 : 0; }
+// split_sectors of contiguous 16-bit operands: A M x K row-major (pitch 2K bytes) or, a_mn, column-major
+// (2M); B N x K K-major (2K) or, b_mn, K x N row-major (2N). A pitch TMA can describe (16-B multiple) is
+// read as it is, any other is re-pitched into copies of whole lines (dispatch.cpp describe_operand).
+inline int split_sectors_contiguous(int64_t M, int64_t N, int64_t K, bool a_mn, bool b_mn) {
+  auto split = [](int64_t pitch_bytes) { return pitch_bytes % 16 == 0 && splits_sectors(pitch_bytes); };
+  return (split(2 * (a_mn ? M : K)) ? 1 : 0) | (split(2 * (b_mn ? N : K)) ? 2 : 0);
+}
+// F.linear's layout (A M x K, B N x K, both K-major).
+inline int split_sectors_nt(int64_t K) { return split_sectors_contiguous(0, 0, K, false, false); }
 // plan_gemm's out_tma: a row-major 16-bit output of N columns at `addr` can be TMA-stored (16-B
 // aligned row pitch and address; launch_impl.cuh's tma_store test for an untransposed output).
 inline bool output_tma_storable(int64_t N, bool out_16bit, uintptr_t addr = 0) {
