@@ -26,9 +26,10 @@ import torch_tk
 from conftest import make_matrix, rel_err
 
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
-_ODD_WIDTHS_DEFAULT = "32767"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
+_ODD_WIDTHS_DEFAULT = "131071"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
 _ODD_MID_M, _ODD_UNSPLIT224 = 2048, 4096  # its bits 11 and 12: plan_rules.h kOddWidthsMidM, kOddWidthsRows64Unsplit224
 _ODD_MID_M224, _ODD_144_UNALIGNED = 8192, 16384  # its bits 13 and 14: plan_rules.h kOddWidthsMidM224, kOddWidths144Unaligned
+_ODD_SWAP_M224, _ODD_SWAP_M144 = 32768, 65536  # its bits 15 and 16: plan_rules.h kOddWidthsSwappedMid224 / 144
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -857,10 +858,12 @@ def test_dispatch_plan_is_the_default_plan():
                 want = torch_tk._C.hopper_plan(M, N, K, sms, not out_fp32, odd_layouts=(0 if a_mn else 1) | (0 if b_mn else 2),
                                                split_sectors=sectors)
                 assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, out_fp32, _lay(lay)) == want, (M, N, K, lay)
-    # torch.mm's layout of row-major tensors has no odd-width kernel: 4097^3 stays 128x256 there
-    assert torch_tk._C.hopper_dispatch_plan(4097, 4097, 4097, 0, False, "NN")["bn"] == 256
-    if sms == 132:  # 5 waves of 128x256 or of 128x224 (plan_rules.h kOddWidthsMidM224)
-        assert torch_tk._C.hopper_dispatch_plan(4097, 4097, 4097, 0, False, "NT")["bn"] == 224
+    # 5 waves of 128x256 or of 128x224: unswapped where B is column-major (plan_rules.h kOddWidthsMidM224),
+    # swapped where only A is row-major (torch.mm's NN: kOddWidthsSwappedMid224), none for TN
+    want224 = {"NT": (False, 224), "NN": (True, 224), "TT": (False, 224), "TN": (False, 256)}
+    for lay, want in want224.items():
+        p = torch_tk._C.hopper_dispatch_plan(4097, 4097, 4097, 0, False, lay)
+        assert (p["swap_ab"], p["bn"]) == (want if sms == 132 or lay == "TN" else (p["swap_ab"], p["bn"])), (lay, p)
     with pytest.raises(ValueError, match="layout"):
         torch_tk._C.hopper_dispatch_plan(64, 64, 64, 0, False, "XT")
 
@@ -1115,6 +1118,31 @@ def test_gemm_odd_widths_mid_m224(shape, units, layout, dtype):
         assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["units"]) == (False, 128, 224, 1, units), plan
         assert plan["dynamic"], plan
     _check_gemm_and_addmm(shape, layout, dtype, "mid-size 128x224, several waves")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape,bn,units", [((3000, 3001, 2000), 224, 336), ((2200, 4000, 1030), 224, 320),
+                                            ((1500, 1536, 1030), 144, 132), ((3000, 1536, 2000), 144, 252)],
+                         ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
+def test_gemm_odd_widths_swapped_mid(shape, bn, units, layout, dtype):
+    """Swapped 128 x 224 / 128 x 144 plans past 320 tokens for a row-major A and B (torch.mm's NN;
+    plan_rules.h kOddWidthsSwappedMid224 / 144, odd_widths bits 15 / 16: the odd width runs along M,
+    A^T as the K-major Y): 224 in 3 waves with M, N and K tails and output rows copied out (3001
+    columns), 224 with re-pitched operand copies (K = 1030), 144 in one wave with an M tail (1500 rows:
+    a 60-row last column tile) and a re-pitched K, 144 in 2 waves from the dynamic schedule. Other
+    layouts get other plans, checked all the same. Plain GEMM and addmm terms."""
+    bits = _ODD_SWAP_M224 if bn == 224 else _ODD_SWAP_M144
+    if _odd_width_bits() & bits != bits:
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the swapped mid-size plans")
+    M, N, K = shape
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, "NN")
+        assert (plan["swap_ab"], plan["bm"], plan["bn"], plan["splits"], plan["units"]) == (True, 128, bn, 1, units), plan
+        assert plan["dynamic"] == (units > 132), plan
+        assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, "NT")["swap_ab"] is False
+    _check_gemm_and_addmm(shape, layout, dtype, f"swapped mid-size 128x{bn}")
 
 
 def _forced_tile_params(shapes):

@@ -18,8 +18,10 @@ from torch_tk import _C
 # TK_HOPPER_ODD_WIDTHS masks (plan_rules.h): the default kOddWidths, the plans before 2026-12-03d, and
 # bits 11 / 12 (kOddWidthsMidM, kOddWidthsRows64Unsplit224); the plans before 2026-12-03e, and bits 13 / 14
 # (kOddWidthsMidM224, kOddWidths144Unaligned)
-_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 32767, 2047, 2048, 4096
+_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 131071, 2047, 2048, 4096
 _ODD_BEFORE_03E, _ODD_MID_M224, _ODD_144_UNALIGNED = 8191, 8192, 16384
+# the plans before 2026-12-04, and bits 15 / 16 (kOddWidthsSwappedMid224, kOddWidthsSwappedMid144)
+_ODD_BEFORE_04, _ODD_SWAP_M224, _ODD_SWAP_M144 = 32767, 32768, 65536
 
 
 @settings(max_examples=300, deadline=None)
@@ -587,6 +589,48 @@ def test_plan_odd_widths_mid_m224(M, N, K, want):
     # A row-major B (torch.mm's NN) has no odd-width kernel: the plan stays.
     assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E | _ODD_MID_M224, odd_layouts=1) == \
         _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_03E, odd_layouts=1)
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: (bn, units) of the swapped plan for a row-major A and B (odd_layouts 1), None: unchanged
+    (4097, 4097, 4097, (224, 627)),   # 561 128x256 (5 waves) -> 33 x 19 swapped 128x224 (5)
+    (3000, 3001, 2000, (224, 336)),   # 288 (3) -> 24 x 14 (3); M, N, K tails
+    (2200, 4000, 1030, (224, 320)),   # 288 (3) -> 32 x 10 (3)
+    (400, 14336, 4096, (224, 224)),   # 321..512 tokens too: 224 (2) -> 112 x 2 (2)
+    (3072, 1536, 4096, (144, 264)),   # bit 16: 144 128x256 (2 waves) -> 12 x 22 swapped 128x144 (2)
+    (1536, 1536, 1536, (144, 132)),   # 96 128x192 (1) -> 12 x 11 (1)
+    (1024, 14336, 4096, None),        # 224 along M = 1024: 5 waves against 4 of 128x256
+    (8192, 2048, 2048, None),         # bench_model's dX: 592 swapped 128x224 (5 waves) against 512 (4)
+    (8192, 6144, 4096, None),         # long-running 128x256 plans keep their clusters
+    (320, 14336, 4096, None),         # <= 320 tokens: the token rules
+])
+def test_plan_odd_widths_swapped_mid(M, N, K, want):
+    """plan_rules.h kOddWidthsSwappedMid224 / 144 (odd_widths bits 15 / 16): for a row-major A and B
+    (torch.mm's NN: no unswapped odd width, odd_layouts 1) past 320 tokens, bit 13's 224 candidate
+    and, within bit 11's limits (at most 2 waves, TMA-stored output rows), bit 11's 144 candidate,
+    swapped (the odd width along M), where A's pitch keeps whole sectors. Other layouts unchanged."""
+    base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=1)
+    p = _C.hopper_plan(M, N, K, 132, odd_layouts=1)
+    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL, odd_layouts=1)  # the default
+    for layouts in (0, 2, 3):  # a Y that is K-major unswapped, or none: bits 15 / 16 change nothing
+        assert _C.hopper_plan(M, N, K, 132, odd_layouts=layouts) == \
+            _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=layouts)
+    if want is None:
+        assert p == base
+        return
+    assert not base["swap_ab"] and base["bn"] in (192, 256), base
+    assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (True, 128) + want[:1] + (1, 1, want[1]), p
+    assert p["wg_rows"] == 64 and p["grid"] == min(want[1], 132) and p["sk_tiles"] == 0
+    bit = _ODD_SWAP_M224 if want[0] == 224 else _ODD_SWAP_M144
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04 | bit, odd_layouts=1) == p
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~bit, odd_layouts=1)["bn"] != want[0]
+    # A's pitch splitting 32-B sectors (split_sectors bit 0) keeps the plan; B's does not matter
+    assert _C.hopper_plan(M, N, K, 132, odd_layouts=1, split_sectors=1) == \
+        _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=1, split_sectors=1)
+    assert _C.hopper_plan(M, N, K, 132, odd_layouts=1, split_sectors=2)["bn"] == want[0]
+    # the 144 candidate only with TMA-stored output rows; the 224 one whatever the output rows
+    assert (_C.hopper_plan(M, N, K, 132, odd_layouts=1, out_tma=False)["bn"] == want[0]) == (want[0] == 224)
+    assert _C.hopper_plan(M, N, K, 132, False, odd_layouts=1)["bn"] == 128  # fp32 outputs: 128 wide
 
 
 @pytest.mark.parametrize("M,N,K,out_tma,want", [

@@ -265,12 +265,20 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                      waves(plan_tiles(rows, cols, p.bm, p.bn)) <= kOddWidthsMidMMaxWaves;
   // Bit 13: the 224 candidate alone past 512 tokens in any number of waves, whatever the output rows.
   const bool mid_m224 = (odd_widths & kOddWidthsMidM224) && !(split_sectors & 2) && !p.swap_ab;
-  if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224) && p.bm == 128 && p.splits == 1) {
+  // Bits 15 / 16: the 224 / 144 candidates swapped where only that orientation has a K-major Y (a
+  // row-major A and B), with A's pitch keeping whole sectors; the 144 one within bit 11's limits.
+  const bool swap_mid = (odd_layouts & 1) && !(odd_layouts & 2) && !(split_sectors & 1) && !p.swap_ab && M > 320;
+  const bool swap_m224 = swap_mid && (odd_widths & kOddWidthsSwappedMid224);
+  const bool swap_m144 = swap_mid && (odd_widths & kOddWidthsSwappedMid144) && out_tma &&
+                         waves(plan_tiles(rows, cols, p.bm, p.bn)) <= kOddWidthsMidMMaxWaves;
+  if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224 || swap_m224 || swap_m144) && p.bm == 128 &&
+      p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 9;  // x 10 below
     bool best_swap = p.swap_ab;
     int best_bn = 0;
     auto consider = [&](bool swap, int w) {
-      if (!(odd_layouts & (swap ? 1 : 2)) || (swap && M > 320)) return;
+      const bool swap_mid_w = (swap_m224 && w == 224) || (swap_m144 && w == 144);
+      if (!(odd_layouts & (swap ? 1 : 2)) || (swap && M > 320 && !swap_mid_w)) return;
       const int64_t cost = waves(plan_tiles(swap ? N : M, swap ? M : N, 128, w)) * w * 10;
       if (cost <= best) best = cost - 1, best_swap = swap, best_bn = w;  // - 1: later ties lose
     };
@@ -285,12 +293,15 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if ((odd_widths & 2) && !p.swap_ab && best_bn == 0 && (M <= 512 || mid_m) && rows144 &&
         waves(tiles144) <= waves(plan_tiles(rows, cols, 128, p.bn)))
       consider(false, 144);
+    if (swap_m144 && best_bn == 0 && waves(plan_tiles(N, M, 128, 144)) <= waves(plan_tiles(rows, cols, 128, p.bn)))
+      consider(true, 144);
     // Unswapped 224 (bit 2) in place of a 128 x 256 plan that is not long-running (those keep
     // their clusters), e.g. 256x14336x4096: 112 swapped 128 x 256 tiles on 132 SMs -> 128 of
     // 128 x 224; 512x14336x4096: 224 tiles in 2 waves -> 256 in 2 waves, 7/8 of the width.
     const int64_t tiles256 = plan_tiles(rows, cols, 128, 256);
-    if ((odd_widths & 4) && p.bn == 256 && !(tiles256 >= num_sms && tiles256 * k_tiles >= kLongRunWork))
-      consider(false, 224);
+    const bool long_run256 = tiles256 >= num_sms && tiles256 * k_tiles >= kLongRunWork;
+    if ((odd_widths & 4) && p.bn == 256 && !long_run256) consider(false, 224);
+    if (swap_m224 && p.bn == 256 && !long_run256) consider(true, 224);
     if (best_bn > 0) {
       p.swap_ab = best_swap, p.bn = best_bn;
       rows = p.swap_ab ? N : M, cols = p.swap_ab ? M : N;

@@ -196,7 +196,20 @@ constexpr int kOddWidthsMidM224 = 8192;
 // 72.2 / 66.8 (as 700x3100x2000 under bit 11: 27.2 -> 30.3).
 constexpr int kOddWidths144Unaligned = 16384;
 constexpr int kOddWidths144UnalignedMinKTiles = 128;
-constexpr int kOddWidths = 32767;
+// Bits 15 and 16 (2026-12-04): with a row-major B (torch.mm's NN) no unswapped odd width exists, so
+// past 320 tokens a row-major A's orientation is taken instead (swapped: Y = A, K-major; the 224 /
+// 144 tiles then run along M), where A's pitch keeps whole sectors, by the same >= 10% waves x width
+// test: bit 15 bit 13's 224 candidate (in place of a 128 x 256 plan that is not long-running, any
+// number of waves), bit 16 bit 11's 144 candidate (plans of at most kOddWidthsMidMMaxWaves waves,
+// TMA-stored output rows, in as many waves). H200, NN, 2 rounds, dirty L2, us, 32767 -> default
+// (benchmarks/results/h200_2026-12-04_ab.txt), 10 of 10 faster: 224: 4097^3 280.2 -> 262.9 (3.75 ->
+// 4.03x torch.mm), 3000x3001x2048 96.8 -> 92.1, 2200x4000x1030 44.5 -> 42.7, 4096x1536x4096 90.1 ->
+// 82.4, 2048x2560x2048 47.1 -> 43.6, 400x14336x4096 90.2 -> 83.7; 144: 3072x1536x4096 87.3 -> 60.2,
+// 2560x1792x4096 86.7 -> 59.8, 3000x1536x2000 47.5 -> 34.3, 1536^3 18.7 -> 16.9 (with bit 15 alone
+// 79.4, 78.9, 44.2, 18.3).
+constexpr int kOddWidthsSwappedMid224 = 32768;
+constexpr int kOddWidthsSwappedMid144 = 65536;
+constexpr int kOddWidths = 131071;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
