@@ -22,9 +22,11 @@ tiles for a row-major A (a 32-column last epilogue round through its own TMA box
 128x144 until plan_rules.h kOddWidths144Unaligned, which keeps one-wave 144-wide plans with such rows
 for K >= 8192: under TK_HOPPER_TILE=0:128:144:1:1, gpu_check.sh, every shape with a 16-bit output
 takes them where it can, the last round a 16-column one: several units per CTA); 1100x4001x256 ->
-162 unswapped 128x224 tiles (kOddWidthsMidM224) on 132 CTAs with an odd output pitch, a 193-column
-last tile (for a row-major A and B: 160 swapped 128x224 tiles, kOddWidthsSwappedMid224, a 204-row
-last column tile); 1500x1536x136 -> for a row-major A and B, 132 swapped 128x144 tiles
+234 unswapped 128x160 tiles (kOddWidthsMid192160) on 132 CTAs with an odd output pitch, a 1-column
+last tile (for a row-major A and B: 224 swapped 128x160 tiles, a 140-row last column tile; TN: 189
+128x192 tiles); 2500x2601x136 -> 240 unswapped 128x224 tiles (kOddWidthsMidM224), a 137-column last
+tile (for a row-major A and B: 252 swapped 128x224 tiles, kOddWidthsSwappedMid224, a 36-row last
+column tile); 1500x1536x136 -> for a row-major A and B, 132 swapped 128x144 tiles
 (kOddWidthsSwappedMid144, a 60-row last column tile), one-warpgroup unswapped 128x144 for the others; 120x1000x9000 -> 128x128 tiles split 16 ways (partials through TMA); 300x1600x8300 -> swapped
 128x160 tiles split 5 ways for a row-major A, 128x192 x 5 for a column-major one (plan.h bn192 = 3:
 a split 128x256 plan re-planned); 150x2100x1000 -> 64x64 tiles in
@@ -49,7 +51,7 @@ def main():
               (60, 1032, 100), (2049, 4104, 64), (11, 4100, 999), (14, 8200, 130), (5, 1100, 1001), (330, 4000, 136), (300, 4000, 136),
               (136, 8200, 136), (150, 8200, 136), (170, 8200, 136), (185, 8200, 136), (136, 6150, 136),
               (190, 20000, 520), (300, 8200, 520), (360, 6150, 520), (120, 1000, 9000), (300, 1600, 8300),
-              (1100, 4200, 1000), (1100, 4001, 256), (1500, 1536, 136))
+              (1100, 4200, 1000), (1100, 4001, 256), (2500, 2601, 136), (1500, 1536, 136))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520), (512, 1001, 1000))

@@ -26,10 +26,11 @@ import torch_tk
 from conftest import make_matrix, rel_err
 
 _ONE_WG_DEFAULT = "81"  # TK_HOPPER_ONE_WG's default: plan_rules.h kOneWarpgroupWidths
-_ODD_WIDTHS_DEFAULT = "131071"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
+_ODD_WIDTHS_DEFAULT = "262143"  # TK_HOPPER_ODD_WIDTHS's default: plan_rules.h kOddWidths
 _ODD_MID_M, _ODD_UNSPLIT224 = 2048, 4096  # its bits 11 and 12: plan_rules.h kOddWidthsMidM, kOddWidthsRows64Unsplit224
 _ODD_MID_M224, _ODD_144_UNALIGNED = 8192, 16384  # its bits 13 and 14: plan_rules.h kOddWidthsMidM224, kOddWidths144Unaligned
 _ODD_SWAP_M224, _ODD_SWAP_M144 = 32768, 65536  # its bits 15 and 16: plan_rules.h kOddWidthsSwappedMid224 / 144
+_ODD_MID192 = 131072  # its bit 17: plan_rules.h kOddWidthsMid192160
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -1077,17 +1078,17 @@ def test_gemm_bn144(shape, layout, dtype):
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
 @pytest.mark.parametrize("shape,width,units", [((1536, 1544, 1008), 144, 132), ((700, 3104, 2000), 144, 132),
-                                               ((3000, 1536, 4112), 144, 264), ((4000, 1528, 2064), 224, 224),
-                                               ((2900, 1800, 3008), 224, 207)],
+                                               ((3000, 1536, 4112), 144, 264), ((2500, 2552, 2064), 224, 240),
+                                               ((2600, 2512, 3008), 224, 252)],
                          ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
 def test_gemm_odd_widths_mid_m(shape, width, units, layout, dtype):
     """Mid-size products past 512 tokens on unswapped 128 x 144 / 128 x 224 tiles (plan_rules.h
     kOddWidthsMidM, odd_widths bit 11, for a column-major B whose pitch keeps whole sectors and
     16-B-aligned output rows; other layouts get other plans, checked all the same): one wave of 132
     one-warpgroup 144-wide tiles (M = 1536 = 12 x 128 exactly, an M tail at 700), two waves of
-    144 / 224 on two warpgroups from the dynamic schedule (3000, 4000, 2900: M tails), K tails (1008,
+    144 / 224 on two warpgroups from the dynamic schedule (3000, 2500, 2600: M tails), K tails (1008,
     4112, 2064, 3008), the 16- / 32-column last epilogue round, N tails (last tiles 104, 80, 96 of 144
-    columns; 184, 8 of 224). Plain GEMM and addmm terms."""
+    columns; 88, 48 of 224). Plain GEMM and addmm terms."""
     need = _ODD_MID_M | (2 if width == 144 else 4)  # with bit 1 (144) or bit 2 (224)
     if _odd_width_bits() & need != need:
         pytest.skip(f"TK_HOPPER_ODD_WIDTHS leaves out the mid-size 128 x {width} plans")
@@ -1101,15 +1102,15 @@ def test_gemm_odd_widths_mid_m(shape, width, units, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape,units", [((3000, 3001, 2000), 336), ((2200, 4000, 1030), 324),
+@pytest.mark.parametrize("shape,units", [((2600, 2601, 2000), 252), ((4097, 4097, 1030), 627),
                                          ((1024, 14336, 1024), 512)],
                          ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
 def test_gemm_odd_widths_mid_m224(shape, units, layout, dtype):
     """Multi-wave unswapped 128 x 224 plans past 512 tokens (plan_rules.h kOddWidthsMidM224, odd_widths
     bit 13, for a column-major B whose pitch keeps whole sectors; other layouts get other plans,
-    checked all the same), from the dynamic schedule: 3 waves with M, N and K tails and output rows
-    copied out (3001 columns: a 89-column last tile), 3 waves with re-pitched operand copies (K = 1030)
-    and a 192-column last tile, 4 full waves without tails. Plain GEMM and addmm terms."""
+    checked all the same), from the dynamic schedule: 2 waves with M, N and K tails and output rows
+    copied out (2601 columns: a 137-column last tile), 5 waves with re-pitched operand copies (K = 1030)
+    and a 65-column last tile, 4 full waves without tails. Plain GEMM and addmm terms."""
     if _odd_width_bits() & (_ODD_MID_M224 | 4) != _ODD_MID_M224 | 4:
         pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the multi-wave 128 x 224 plans")
     M, N, K = shape
@@ -1123,13 +1124,13 @@ def test_gemm_odd_widths_mid_m224(shape, units, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape,bn,units", [((3000, 3001, 2000), 224, 336), ((2200, 4000, 1030), 224, 320),
+@pytest.mark.parametrize("shape,bn,units", [((2600, 2601, 2000), 224, 252), ((2500, 2601, 1030), 224, 252),
                                             ((1500, 1536, 1030), 144, 132), ((3000, 1536, 2000), 144, 252)],
                          ids=lambda s: "x".join(map(str, s)) if isinstance(s, tuple) else str(s))
 def test_gemm_odd_widths_swapped_mid(shape, bn, units, layout, dtype):
     """Swapped 128 x 224 / 128 x 144 plans past 320 tokens for a row-major A and B (torch.mm's NN;
     plan_rules.h kOddWidthsSwappedMid224 / 144, odd_widths bits 15 / 16: the odd width runs along M,
-    A^T as the K-major Y): 224 in 3 waves with M, N and K tails and output rows copied out (3001
+    A^T as the K-major Y): 224 in 2 waves with M, N and K tails and output rows copied out (2601
     columns), 224 with re-pitched operand copies (K = 1030), 144 in one wave with an M tail (1500 rows:
     a 60-row last column tile) and a re-pitched K, 144 in 2 waves from the dynamic schedule. Other
     layouts get other plans, checked all the same. Plain GEMM and addmm terms."""
@@ -1143,6 +1144,31 @@ def test_gemm_odd_widths_swapped_mid(shape, bn, units, layout, dtype):
         assert plan["dynamic"] == (units > 132), plan
         assert torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, "NT")["swap_ab"] is False
     _check_gemm_and_addmm(shape, layout, dtype, f"swapped mid-size 128x{bn}")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
+@pytest.mark.parametrize("shape", [(3000, 3001, 2000), (2030, 2555, 1030), (3000, 1600, 4000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemm_mid_widths_192_160(shape, layout, dtype):
+    """Mid-size 128 x 192 and 128 x 160 plans (plan_rules.h kOddWidthsMid192160, odd_widths bit 17):
+    192 in either orientation for any layout, 160 unswapped for a column-major B and swapped for a
+    row-major A and B (as the 224 candidate), from the dynamic schedule; M, N and K tails, output rows
+    copied out (3001 / 2555 columns), re-pitched operand copies (K = 1030). Plain GEMM and addmm terms."""
+    if _odd_width_bits() & _ODD_MID192 != _ODD_MID192:
+        pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the mid-size 192 / 160 candidates")
+    M, N, K = shape
+    want = {(3000, 3001, 2000): {"NT": (False, 192, 384), "NN": (False, 192, 384), "TN": (False, 192, 384),
+                                 "TT": (False, 192, 384)},
+            (2030, 2555, 1030): {"NT": (False, 160, 256), "NN": (True, 160, 260), "TN": (False, 192, 224),
+                                 "TT": (False, 160, 256)},
+            (3000, 1600, 4000): {"NT": (False, 160, 240), "NN": (True, 160, 247), "TN": (False, 192, 216),
+                                 "TT": (False, 160, 240)}}[shape][_lay(layout)]
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, _lay(layout))
+        assert (plan["swap_ab"], plan["bn"], plan["units"]) == want and plan["splits"] == 1 and plan["dynamic"], plan
+    _check_gemm_and_addmm(shape, layout, dtype, f"mid-size 128x{want[1]}")
 
 
 def _forced_tile_params(shapes):

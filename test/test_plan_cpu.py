@@ -18,10 +18,12 @@ from torch_tk import _C
 # TK_HOPPER_ODD_WIDTHS masks (plan_rules.h): the default kOddWidths, the plans before 2026-12-03d, and
 # bits 11 / 12 (kOddWidthsMidM, kOddWidthsRows64Unsplit224); the plans before 2026-12-03e, and bits 13 / 14
 # (kOddWidthsMidM224, kOddWidths144Unaligned)
-_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 131071, 2047, 2048, 4096
+_ODD_ALL, _ODD_BEFORE_03D, _ODD_MID_M, _ODD_UNSPLIT224 = 262143, 2047, 2048, 4096
 _ODD_BEFORE_03E, _ODD_MID_M224, _ODD_144_UNALIGNED = 8191, 8192, 16384
-# the plans before 2026-12-04, and bits 15 / 16 (kOddWidthsSwappedMid224, kOddWidthsSwappedMid144)
+# the plans before 2026-12-04, and bits 15 / 16 (kOddWidthsSwappedMid224, kOddWidthsSwappedMid144); the
+# plans before bit 17, and bit 17 (kOddWidthsMid192160)
 _ODD_BEFORE_04, _ODD_SWAP_M224, _ODD_SWAP_M144 = 32767, 32768, 65536
+_ODD_BEFORE_04B, _ODD_MID192 = 131071, 131072
 
 
 @settings(max_examples=300, deadline=None)
@@ -274,8 +276,8 @@ def test_plan_mid64_invariants(M, N, K, sms, all_widths, out_tma):
     """mid64 changes exactly the unswapped 128x64 plans within the narrowing's K bound whose
     64x128 tiles fit one wave (and fill 3/8 of it if the plan splits K), with a TMA-stored output,
     into unsplit unclustered 64x128 plans. (odd_widths bit 11 off: its mid-size plans also depend on
-    out_tma and split_sectors, test_plan_odd_widths_mid_m; bits 13 and 14 likewise.)"""
-    ow = _ODD_ALL & ~(_ODD_MID_M | _ODD_MID_M224 | _ODD_144_UNALIGNED)
+    out_tma and split_sectors, test_plan_odd_widths_mid_m; bits 13, 14 and 17 likewise.)"""
+    ow = _ODD_ALL & ~(_ODD_MID_M | _ODD_MID_M224 | _ODD_144_UNALIGNED | _ODD_MID192)
     q0 = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=0, out_tma=out_tma, split_sectors=0)
     q = _C.hopper_plan(M, N, K, sms, all_widths, odd_widths=ow, mid64=1, out_tma=out_tma, split_sectors=0)
     # bit 2 (kMid64UnalignedRows) treats a 16-bit output copied out by granules as TMA-stored from
@@ -608,12 +610,13 @@ def test_plan_odd_widths_swapped_mid(M, N, K, want):
     """plan_rules.h kOddWidthsSwappedMid224 / 144 (odd_widths bits 15 / 16): for a row-major A and B
     (torch.mm's NN: no unswapped odd width, odd_layouts 1) past 320 tokens, bit 13's 224 candidate
     and, within bit 11's limits (at most 2 waves, TMA-stored output rows), bit 11's 144 candidate,
-    swapped (the odd width along M), where A's pitch keeps whole sectors. Other layouts unchanged."""
+    swapped (the odd width along M), where A's pitch keeps whole sectors. Other layouts unchanged.
+    (Without bit 17, which re-plans some of these shapes as 128 x 192: test_plan_mid_widths_192_160.)"""
+    ow = _ODD_BEFORE_04B
     base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=1)
-    p = _C.hopper_plan(M, N, K, 132, odd_layouts=1)
-    assert p == _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL, odd_layouts=1)  # the default
+    p = _C.hopper_plan(M, N, K, 132, odd_widths=ow, odd_layouts=1)
     for layouts in (0, 2, 3):  # a Y that is K-major unswapped, or none: bits 15 / 16 change nothing
-        assert _C.hopper_plan(M, N, K, 132, odd_layouts=layouts) == \
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=ow, odd_layouts=layouts) == \
             _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=layouts)
     if want is None:
         assert p == base
@@ -623,14 +626,51 @@ def test_plan_odd_widths_swapped_mid(M, N, K, want):
     assert p["wg_rows"] == 64 and p["grid"] == min(want[1], 132) and p["sk_tiles"] == 0
     bit = _ODD_SWAP_M224 if want[0] == 224 else _ODD_SWAP_M144
     assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04 | bit, odd_layouts=1) == p
-    assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL & ~bit, odd_layouts=1)["bn"] != want[0]
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=ow & ~bit, odd_layouts=1)["bn"] != want[0]
     # A's pitch splitting 32-B sectors (split_sectors bit 0) keeps the plan; B's does not matter
-    assert _C.hopper_plan(M, N, K, 132, odd_layouts=1, split_sectors=1) == \
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=ow, odd_layouts=1, split_sectors=1) == \
         _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04, odd_layouts=1, split_sectors=1)
-    assert _C.hopper_plan(M, N, K, 132, odd_layouts=1, split_sectors=2)["bn"] == want[0]
+    assert _C.hopper_plan(M, N, K, 132, odd_widths=ow, odd_layouts=1, split_sectors=2)["bn"] == want[0]
     # the 144 candidate only with TMA-stored output rows; the 224 one whatever the output rows
-    assert (_C.hopper_plan(M, N, K, 132, odd_layouts=1, out_tma=False)["bn"] == want[0]) == (want[0] == 224)
+    assert (_C.hopper_plan(M, N, K, 132, odd_widths=ow, odd_layouts=1, out_tma=False)["bn"] == want[0]) == (want[0] == 224)
     assert _C.hopper_plan(M, N, K, 132, False, odd_layouts=1)["bn"] == 128  # fp32 outputs: 128 wide
+
+
+@pytest.mark.parametrize("M,N,K,want", [
+    # want: {odd_layouts: (swap_ab, bn, units)} under bit 17 (kOddWidthsMid192160); None: unchanged
+    (3072, 2048, 4096, {3: (False, 192, 264), 1: (False, 192, 264), 0: (False, 192, 264)}),  # 224 / 256 -> 192
+    (6144, 1536, 4096, {3: (False, 192, 384), 1: (False, 192, 384), 0: (False, 192, 384)}),
+    (2048, 2560, 4096, {3: (False, 160, 256), 1: (True, 160, 260), 0: (False, 192, 224), 2: (False, 160, 256)}),
+    (3000, 3001, 2000, {3: (False, 192, 384), 1: (False, 192, 384), 0: (False, 192, 384)}),
+    (2560, 2560, 4096, None),      # 128x224 (2 waves x 224) stays: 192 / 160 need 3 waves
+    (2048, 5632, 2048, None),      # 128x256: 192 the same waves x width, weighted 5% dearer
+    (3072, 6144, 1024, None),      # 128x256 (5 waves): 192 is 6 waves, exactly 10% less before its weight
+    (4097, 4097, 4097, None),      # 4097^3 keeps 128x224 (NT) / 128x256 (TN)
+    (8192, 4096, 4096, None),      # the large suite: 8 waves of 128x256
+    (1024, 5632, 2048, None),      # <= 1024 tokens: bn192 = 3's 128x192 already
+])
+def test_plan_mid_widths_192_160(M, N, K, want):
+    """plan_rules.h kOddWidthsMid192160 (odd_widths bit 17): past 512 tokens, in place of an unsplit
+    128 x 256 plan that is not long-running, the 128 x 192 candidate (either orientation, any layout,
+    cost weighted kMid192Weight / 20) and the 128 x 160 one (where the 224 one may go: unswapped for a
+    column-major B, swapped for a row-major A and B; kMid160Weight / 20) in the waves x width choice,
+    each only where its Y's pitch keeps whole sectors; fp32 outputs keep 128-wide tiles."""
+    for layouts in (0, 1, 2, 3):
+        base = _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04B, odd_layouts=layouts)
+        p = _C.hopper_plan(M, N, K, 132, odd_layouts=layouts)
+        assert p == _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_ALL, odd_layouts=layouts)  # the default
+        w = (want or {}).get(layouts)
+        if w is None:
+            if want is None:
+                assert p == base, (layouts, p, base)
+            continue
+        assert (p["swap_ab"], p["bm"], p["bn"], p["splits"], p["cluster"], p["units"]) == (w[0], 128, w[1], 1, 1, w[2]), (layouts, p)
+        assert p["grid"] == 132 and p["dynamic"] and p["sk_tiles"] == 0 and p["wg_rows"] == 64, p
+        assert _C.hopper_plan(M, N, K, 132, odd_widths=_ODD_BEFORE_04B | _ODD_MID192, odd_layouts=layouts) == p
+        # a Y pitch that splits 32-B sectors keeps that orientation out (B unswapped, A swapped)
+        assert _C.hopper_plan(M, N, K, 132, odd_layouts=layouts, split_sectors=1 if w[0] else 2)["bn"] != w[1] or \
+            _C.hopper_plan(M, N, K, 132, odd_layouts=layouts, split_sectors=1 if w[0] else 2)["swap_ab"] != w[0]
+        assert _C.hopper_plan(M, N, K, 132, False, odd_layouts=layouts)["bn"] == 128  # fp32 outputs
 
 
 @pytest.mark.parametrize("M,N,K,out_tma,want", [

@@ -21,10 +21,10 @@ def _hopper():
         return False
 
 
-# TK_HOPPER_ODD_WIDTHS without bits 11, 13, 15 and 16 (plan_rules.h kOddWidthsMidM, kOddWidthsMidM224,
-# kOddWidthsSwappedMid224 / 144): the stream-K tails are built for 128x256 tiles, which those bits re-plan as
+# TK_HOPPER_ODD_WIDTHS without bits 11, 13, 15, 16 and 17 (plan_rules.h kOddWidthsMidM, kOddWidthsMidM224,
+# kOddWidthsSwappedMid224 / 144, kOddWidthsMid192160): the stream-K tails are built for 128x256 tiles, which those bits re-plan as
 # 128x144 / 128x224 at the tail and split shapes (2432x1792x4096: 133 tiles of 128x256 -> 247 of 128x144).
-_ODD_WIDTHS_128X256 = str(131071 & ~(2048 | 8192 | 32768 | 65536))
+_ODD_WIDTHS_128X256 = str(262143 & ~(2048 | 8192 | 32768 | 65536 | 131072))
 
 
 @pytest.mark.skipif(not _hopper(), reason="needs the Hopper kernel (sm_90 GPU and an sm_90a build)")

@@ -209,7 +209,22 @@ constexpr int kOddWidths144UnalignedMinKTiles = 128;
 // 79.4, 78.9, 44.2, 18.3).
 constexpr int kOddWidthsSwappedMid224 = 32768;
 constexpr int kOddWidthsSwappedMid144 = 65536;
-constexpr int kOddWidths = 131071;
+// Bit 17 (2026-12-04): past 512 tokens, in place of a 128 x 256 plan that is not long-running, the
+// 128 x 192 candidate (a multiple of 64: any layout, either orientation) and the 128 x 160 one (where
+// the 224 one may go: bit 13 unswapped, bit 15 swapped) join the waves x width choice, each where
+// its Y's pitch keeps whole sectors, their costs weighted by kMid192Weight / 20 and kMid160Weight / 20
+// (at equal waves x width, 192 ran 3.7% slower than 256: 2048x5632x2048 71.2 -> 73.8 us). H200, forced tiles against the plan (128 x 224 there), 2 rounds,
+// dirty L2, us, NT / NN (benchmarks/results/h200_2026-12-04_ab.txt): 192: 3072x2048x4096 81.3 / 81.9
+// -> 72.3 / 72.4, 2048x3072x1024 26.8 / 27.2 -> 24.3 / 24.4, 3072x3072x1024 36.7 / 37.4 -> 32.6 /
+// 32.9, 6144x1536x4096 122.4 / 125.5 -> 109.7 / 110.3, 1536x6144x4096 125.6 / 125.4 -> 113.0 / 113.4,
+// 1536x4096x1024 27.1 / 27.6 -> 25.4 / 24.9; 160: 2048x2560x4096 80.4 / 80.4 -> 63.8 / 63.5; where
+// their waves x width is not lower, slower (2560x2560x4096: 82.3 -> 103.3 / 91.7). As the default
+// (`=131071` -> default, 2 rounds): 32 of 32 re-planned NT / NN / TN cases faster, e.g. 2560x2048x4096
+// NT 79.9 -> 62.9, 3072x1536x4096 TN 86.4 -> 68.8, 3000x3001x2048 NN 93.5 -> 78.1, 2048x2560x512 NN
+// 19.0 -> 15.8, 1100x4001x256 NN 31.2 -> 22.9; fp16 8 of 8.
+constexpr int kOddWidthsMid192160 = 131072;
+constexpr int kMid192Weight = 21, kMid160Weight = 22;
+constexpr int kOddWidths = 262143;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
 // swapped 128 x 72 or (from 257 tokens) 128 x 80 tiles, the narrower that fits one wave, when that gives no fewer tiles,
