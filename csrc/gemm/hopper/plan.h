@@ -13,7 +13,9 @@
 //    shared-memory bytes per MAC than 128); narrower still for small problems (fill_narrow below);
 //    192 under the bn192 rules (kWidth192) where it cuts the columns computed for nothing or the
 //    work per SM (waves x width x k tiles per unit: split and 1-2-wave mid-M plans), and widths
-//    that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144).
+//    that are not a multiple of 64 (kOddWidths: swapped 160 for up to 320 tokens, 144, 224); past
+//    512 tokens the least weighted waves x width among 144 / 160 / 192 / 224 / 256 (odd widths only
+//    in an orientation whose Y is K-major: swapped for torch.mm's NN).
 //  - cluster: 2 for long-running 128 x 256 problems (kLongRunWork: two CTAs share the B tile
 //    through TMA multicast, halving its L2 -> shared-memory traffic; a unit is then a column of 2
 //    tiles), which also take a taller raster band (group_m 16): less DRAM and L2 traffic, hence
