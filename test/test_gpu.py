@@ -1149,13 +1149,14 @@ def test_gemm_odd_widths_swapped_mid(shape, bn, units, layout, dtype):
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=_lay)
-@pytest.mark.parametrize("shape", [(3000, 3001, 2000), (2030, 2555, 1030), (3000, 1600, 4000)],
+@pytest.mark.parametrize("shape", [(3000, 3001, 2000), (2030, 2555, 1030), (3000, 1600, 4000), (6100, 1000, 1040)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_gemm_mid_widths_192_160(shape, layout, dtype):
     """Mid-size 128 x 192 and 128 x 160 plans (plan_rules.h kOddWidthsMid192160, odd_widths bit 17):
     192 in either orientation for any layout, 160 unswapped for a column-major B and swapped for a
     row-major A and B (as the 224 candidate), from the dynamic schedule; M, N and K tails, output rows
-    copied out (3001 / 2555 columns), re-pitched operand copies (K = 1030). Plain GEMM and addmm terms."""
+    copied out (3001 / 2555 / 1000 columns), re-pitched operand copies (K = 1030), swapped 192 at 6100
+    tokens (8 x 32 tiles: a 148-row last column tile). Plain GEMM and addmm terms."""
     if _odd_width_bits() & _ODD_MID192 != _ODD_MID192:
         pytest.skip("TK_HOPPER_ODD_WIDTHS leaves out the mid-size 192 / 160 candidates")
     M, N, K = shape
@@ -1164,7 +1165,8 @@ def test_gemm_mid_widths_192_160(shape, layout, dtype):
             (2030, 2555, 1030): {"NT": (False, 160, 256), "NN": (True, 160, 260), "TN": (False, 192, 224),
                                  "TT": (False, 160, 256)},
             (3000, 1600, 4000): {"NT": (False, 160, 240), "NN": (True, 160, 247), "TN": (False, 192, 216),
-                                 "TT": (False, 160, 240)}}[shape][_lay(layout)]
+                                 "TT": (False, 160, 240)},
+            (6100, 1000, 1040): {lay: (True, 192, 256) for lay in ("NT", "NN", "TN", "TT")}}[shape][_lay(layout)]
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0, False, _lay(layout))
         assert (plan["swap_ab"], plan["bn"], plan["units"]) == want and plan["splits"] == 1 and plan["dynamic"], plan
