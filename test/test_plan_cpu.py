@@ -671,6 +671,8 @@ def test_plan_mid_widths_192_160(M, N, K, want):
         assert _C.hopper_plan(M, N, K, 132, odd_layouts=layouts, split_sectors=1 if w[0] else 2)["bn"] != w[1] or \
             _C.hopper_plan(M, N, K, 132, odd_layouts=layouts, split_sectors=1 if w[0] else 2)["swap_ab"] != w[0]
         assert _C.hopper_plan(M, N, K, 132, False, odd_layouts=layouts)["bn"] == 128  # fp32 outputs
+        if w[1] == 192:  # bn192 = 0 (TK_HOPPER_BN192=0): no 192-wide tiles at all
+            assert _C.hopper_plan(M, N, K, 132, odd_layouts=layouts, bn192=0)["bn"] != 192
 
 
 @pytest.mark.parametrize("M,N,K,out_tma,want", [

@@ -311,8 +311,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     if (mid_192 && p.bn == 256 && !long_run256) {  // each where its Y's pitch keeps whole sectors
       if (mid_m224) consider(false, 160, kMid160Weight);
       if (swap_m224) consider(true, 160, kMid160Weight, false, true);
-      if (!(split_sectors & 2)) consider(false, 192, kMid192Weight, true);
-      if (!(split_sectors & 1)) consider(true, 192, kMid192Weight, true);
+      if (bn192 >= 1 && !(split_sectors & 2)) consider(false, 192, kMid192Weight, true);  // bn192 0: no 192
+      if (bn192 >= 1 && !(split_sectors & 1)) consider(true, 192, kMid192Weight, true);
     }
     if ((odd_widths & 4) && p.bn == 256 && !long_run256 && (M <= 512 || mid_m || mid_m224)) consider(false, 224);
     if (swap_m224 && p.bn == 256 && !long_run256) consider(true, 224);
