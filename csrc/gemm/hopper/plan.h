@@ -274,23 +274,23 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   const bool swap_m144 = swap_mid && (odd_widths & kOddWidthsSwappedMid144) && out_tma &&
                          waves(plan_tiles(rows, cols, p.bm, p.bn)) <= kOddWidthsMidMMaxWaves;
   // Bit 17: the 192 (either orientation, any layout) and 160 (as the 224 one) candidates past 512
-  // tokens in place of a 128 x 256 plan that is not long-running; 160's cost counted 10% higher.
+  // tokens in place of a 128 x 256 plan that is not long-running, their costs weighted (plan_rules.h).
   const bool mid_192 = (odd_widths & kOddWidthsMid192160) && M > 512 && !p.swap_ab;
   if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224 || swap_m224 || swap_m144 || mid_192) &&
       p.bm == 128 && p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 18;  // x 20 below
     bool best_swap = p.swap_ab;
     int best_bn = 0;
-    // weight: the cost per unit of waves x width, in twentieths (kMidWidthWeight: a narrower tile
-    // streams operands more slowly per SM); regular: a width whose kernels take any layout (a
-    // multiple of 64); swap_ok: a swapped candidate past 320 tokens that its bit allows (bit 17).
-    auto consider = [&](bool swap, int w, int weight = 20, bool regular = false, bool swap_ok = false) {
-      const bool swap_mid_w = swap_ok || (swap_m224 && w == 224) || (swap_m144 && w == 144);
+    // weight: the cost per unit of waves x width, in twentieths (kMid192Weight, kMid160Weight: a
+    // narrower tile streams operands more slowly per SM); regular: a width whose kernels take any
+    // layout (a multiple of 64). Swapped odd widths past 320 tokens only under bits 15 - 17.
+    auto consider = [&](bool swap, int w, int weight = 20, bool regular = false) {
+      const bool swap_mid_w = (swap_m224 && (w == 224 || (w == 160 && mid_192))) || (swap_m144 && w == 144);
       if (!regular && (!(odd_layouts & (swap ? 1 : 2)) || (swap && M > 320 && !swap_mid_w))) return;
       const int64_t cost = waves(plan_tiles(swap ? N : M, swap ? M : N, 128, w)) * w * weight;
       if (cost <= best) best = cost - 1, best_swap = swap, best_bn = w;  // - 1: later ties lose
     };
-    if (odd_widths & 1) consider(true, 160);
+    if ((odd_widths & 1) && M <= 320) consider(true, 160);
     // Unswapped 144 (bit 1) only in place of an unswapped plan (not of swapped 160: fewer padded
     // rows), in as many waves.
     // Bit 14: a one-wave 144 plan whose output rows are copied out (not TMA-stored) only from
@@ -310,7 +310,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     const bool long_run256 = tiles256 >= num_sms && tiles256 * k_tiles >= kLongRunWork;
     if (mid_192 && p.bn == 256 && !long_run256) {  // each where its Y's pitch keeps whole sectors
       if (mid_m224) consider(false, 160, kMid160Weight);
-      if (swap_m224) consider(true, 160, kMid160Weight, false, true);
+      if (swap_m224) consider(true, 160, kMid160Weight);
       if (bn192 >= 1 && !(split_sectors & 2)) consider(false, 192, kMid192Weight, true);  // bn192 0: no 192
       if (bn192 >= 1 && !(split_sectors & 1)) consider(true, 192, kMid192Weight, true);
     }

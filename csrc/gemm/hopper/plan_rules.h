@@ -213,8 +213,8 @@ constexpr int kOddWidthsSwappedMid144 = 65536;
 // 128 x 192 candidate (a multiple of 64: any layout, either orientation) and the 128 x 160 one (where
 // the 224 one may go: bit 13 unswapped, bit 15 swapped) join the waves x width choice, each where
 // its Y's pitch keeps whole sectors, their costs weighted by kMid192Weight / 20 and kMid160Weight / 20
-// (at equal waves x width, 192 ran 3.7% slower than 256: 2048x5632x2048 71.2 -> 73.8 us). H200, forced tiles against the plan (128 x 224 there), 2 rounds,
-// dirty L2, us, NT / NN (benchmarks/results/h200_2026-12-04_ab.txt): 192: 3072x2048x4096 81.3 / 81.9
+// (at equal waves x width, 192 ran 3.7% slower than 256: 2048x5632x2048 71.2 -> 73.8 us). H200,
+// forced tiles against the plan (128 x 224 there), 2 rounds, dirty L2, us, NT / NN (benchmarks/results/h200_2026-12-04_ab.txt): 192: 3072x2048x4096 81.3 / 81.9
 // -> 72.3 / 72.4, 2048x3072x1024 26.8 / 27.2 -> 24.3 / 24.4, 3072x3072x1024 36.7 / 37.4 -> 32.6 /
 // 32.9, 6144x1536x4096 122.4 / 125.5 -> 109.7 / 110.3, 1536x6144x4096 125.6 / 125.4 -> 113.0 / 113.4,
 // 1536x4096x1024 27.1 / 27.6 -> 25.4 / 24.9; 160: 2048x2560x4096 80.4 / 80.4 -> 63.8 / 63.5; where
