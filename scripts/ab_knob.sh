@@ -22,18 +22,4 @@ for r in $(seq "${AB_ROUNDS:-3}"); do
   done
 done
 echo "== per shape: ms of ours (median over rounds) per setting"
-python3 - "$OUT" "${AB_SUITE:-custom}" ${AB_SETTINGS} <<'PY'
-import glob, re, statistics, sys
-out, label, settings = sys.argv[1], sys.argv[2], sys.argv[3:]
-rows = {}
-for v in settings:
-    for f in glob.glob(f"{out}/ab_{re.sub(r'[^A-Za-z0-9_]', '_', v)}_*.log"):
-        for line in open(f):
-            p = line.split()
-            if p and p[0] == label:
-                rows.setdefault(f"{p[1]}:{p[2]}", {}).setdefault(v, []).append((float(p[8]), float(p[7])))
-for shape, by in rows.items():
-    cells = [f"{v}: {statistics.median(t for t, _ in by.get(v, [(float('nan'), 0)])):.4f} ms "
-             f"({statistics.median(r for _, r in by.get(v, [(0, float('nan'))])):.3f}x)" for v in settings]
-    print(shape, " | ".join(cells))
-PY
+python3 scripts/ab_summary.py "$OUT" "${AB_SUITE:-custom}" ${AB_SETTINGS}
