@@ -1418,33 +1418,6 @@ def test_bn224_in_child_process():
     assert re.search(r"\b32 passed", out), out[-4000:]
 
 
-_FORCED_176 = ("0:128:176:1:1", "1:128:176:1:1")
-
-
-@_forced_tile_params([(1000, 5632, 2048), (300, 8200, 520), (130, 2001, 72), (2100, 1000, 1000)])
-def test_gemm_bn176_forced(shape, layout, dtype):
-    """128x176 tiles (plan_rules.h kOddWidths bit 18), unswapped and swapped, forced by TK_HOPPER_TILE
-    (test_bn176_in_child_process runs this under each; a layout whose Y is not K-major in that
-    orientation gets the rules' plan, checked all the same): 3 epilogue rounds with a 48-column last
-    one (copied out by rows unswapped, a transposed tail box swapped); M tails (1000, 300, 130 of
-    1024 / 384 / 256 rows; swapped 2100 of 2112), N tails and odd output pitches (8200: 47 column
-    tiles x 3 = 141 units on <= 132 CTAs, the dynamic schedule; 2001), K tails (520, 72, 1000),
-    plain GEMM and addmm terms."""
-    forced = os.environ.get("TK_HOPPER_TILE", "")
-    if forced not in _FORCED_176:
-        pytest.skip(f"runs in a child process with TK_HOPPER_TILE in {_FORCED_176} (test_bn176_in_child_process)")
-    _forced_tile_case(forced, "test_bn176_in_child_process", shape, layout, dtype,
-                      {"swap_ab": forced.startswith("1"), "bn": 176, "splits": 1}, f"bn176 forced {forced}")
-
-
-@needs_hopper
-@pytest.mark.parametrize("forced", _FORCED_176)
-def test_bn176_in_child_process(forced):
-    """The 128x176 kernels (TK_HOPPER_TILE forces the tile wherever the layout allows it)."""
-    out = _pytest_child({"TK_HOPPER_TILE": forced}, "test_gemm_bn176_forced", timeout=400)
-    assert re.search(r"\b32 passed", out), out[-4000:]
-
-
 @needs_hopper
 @pytest.mark.parametrize("ring", ["1", "0"])
 def test_ring_staging_in_child_process(ring):

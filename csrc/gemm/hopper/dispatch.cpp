@@ -129,7 +129,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_TILE=swap:bm:bn:splits:cluster (e.g. 0:128:128:2:1): every call takes that tile
   // (plan.h TileChoice; A/B only; ignored unless it parses to a valid choice).
   TK_KNOB std::optional<hopper::TileChoice> tile = tile_knob();
-  // TK_HOPPER_ODD_WIDTHS=0..524287: tiles 144, 160, 176 or 224 wide (plan_rules.h kOddWidths, a mask; bit 0 swapped
+  // TK_HOPPER_ODD_WIDTHS=0..262143: tiles 144, 160 or 224 wide (plan_rules.h kOddWidths, a mask; bit 0 swapped
   // 160, bit 1 unswapped 144, bit 2 unswapped 224), bit 3 swapped tiles sized to the token count
   // (plan_rules.h kTokenWidths), bit 4 swapped 64 x 144 tiles for 129..144 tokens (kTokenRows64MinM),
   // bit 5 split swapped 128 x 192 plans of <= 160 tokens as 128 x 160, bit 6 bit 4 (and 7) in place of
@@ -138,8 +138,8 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // past 512 tokens (mid-size plans of <= 2 waves), bit 12 bit 10 also in place of unsplit 128 x 128 plans,
   // bit 13 bit 2 past 512 tokens in any number of waves, bit 14 one-wave 144 plans with copied-out output
   // rows only at long K, bits 15 / 16 bits 13 / 11 swapped for a row-major A and B (224 / 144 along M),
-  // bit 17 the 192 and 160 candidates past 512 tokens, bit 18 the 176 candidate past 512 tokens.
-  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 524287);
+  // bit 17 the 192 and 160 candidates past 512 tokens.
+  TK_KNOB int odd_widths = env_int("TK_HOPPER_ODD_WIDTHS", hopper::kOddWidths, 0, 262143);
   // TK_HOPPER_MID64=0: unswapped 128 x 64 plans stay 128 x 64 (plan_rules.h kMid64: one-wave 64 x 128);
   // 1: 64 x 128 without the 2-CTA pairs for Y pitches that split sectors (kMid64Pairs).
   // Bit 2: also for outputs whose rows are not 16-B aligned (plan_rules.h kMid64UnalignedRows); 3: not them.

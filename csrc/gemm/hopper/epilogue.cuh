@@ -224,13 +224,12 @@ __device__ __forceinline__ void sts_pair(uint32_t stage_base, int t, int r, uint
 // One round's 16 packed pairs of a thread (accumulator registers 2p, 2p + 1 from the round's first,
 // p = 0..15) into the 64 x 64 staging box by 4 stmatrix.x4 instead of 16 (or 32) shared stores
 // (kittens::stmatrix_x4_offset: lane addresses, register order, both box layouts). `packed`
-// is any array holding them from index P0 on. kX4 < 4: a narrow round's first 16 * kX4 columns.
-template <bool kT, int P0 = 0, int kX4 = 4, int W>
+// is any array holding them from index P0 on.
+template <bool kT, int P0 = 0, int W>
 __device__ __forceinline__ void stmatrix_round(uint32_t stage_base, int t, const uint32_t (&packed)[W]) {
-  static_assert(kX4 >= 1 && kX4 <= 4 && P0 + 4 * kX4 <= W, "a round's pairs");
   const uint32_t warp = t / 32, lane = t % 32;
 #pragma unroll
-  for (int m = 0; m < kX4; ++m) {
+  for (int m = 0; m < 4; ++m) {
     const uint32_t a = stage_base + stmatrix_x4_offset(warp, lane, m, kT);
     const uint32_t* q = packed + P0 + 4 * m;
     if constexpr (kT)
@@ -391,68 +390,29 @@ __device__ __forceinline__ void pack_unit(const float (&acc)[R], uint32_t (&held
   pack_pairs<L, kFirst>(acc, held, ep, row0, n0, M, N);
 }
 
-// Copy-out by rows of a staged round (kCols columns of 64 rows, the untransposed box layout
-// kittens::mnmajor_offset(col, row)) in 16-B chunks, 8 columns of a row each: rows 16-B aligned and
-// N % 8 == 0, which a TMA store's conditions imply. Clipped at M and N.
-template <int kCols, typename OutT>
-__device__ __forceinline__ void copy_out_rows_vec(OutT* out, int64_t o_s0, uint32_t stage_base, int row0, int c0,
-                                                  int M, int N, int t) {
-  constexpr int kChunksPerRow = kCols * int(sizeof(OutT)) / 16;
-#pragma unroll
-  for (int i = t; i < 64 * kChunksPerRow; i += kWarpgroupThreads) {
-    const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * (16 / int(sizeof(OutT)));
-    if (row0 + r >= M || c0 + c >= N) continue;
-    uint32_t v0, v1, v2, v3;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
-                 : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT)))
-                 : "memory");
-    *reinterpret_cast<uint4*>(out + int64_t(row0 + r) * o_s0 + (c0 + c)) = make_uint4(v0, v1, v2, v3);
-  }
-}
-
 // Round H of the held strip into a staging box: stmatrix (4 instructions, 4 lane addresses)
 // rather than 16-32 shared stores, whose precomputed offsets would not fit beside the held words
-// and the next unit's accumulators (ptxas spilled). A narrow last round (gemm_layout kHeldNarrow)
-// takes LAST_COLS / 16 of them.
+// and the next unit's accumulators (ptxas spilled).
 template <class L, int H, bool kT, int W>
 __device__ __forceinline__ void sts_held(uint32_t stage_base, const uint32_t (&held)[W]) {
   static_assert(L::STORE_COLS == 64, "stmatrix_round covers 64 columns");
-  constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
-  static_assert(!kNarrow || L::LAST_COLS % 16 == 0, "a narrow round of whole stmatrix.x4 column pairs");
-  stmatrix_round<kT, (H - L::FIRST_HELD_ROUND) * L::STORE_COLS / 4, kNarrow ? L::LAST_COLS / 16 : 4>(
-      stage_base, thread_in_warpgroup(), held);
+  stmatrix_round<kT, (H - L::FIRST_HELD_ROUND) * L::STORE_COLS / 4>(stage_base, thread_in_warpgroup(), held);
 }
 
 // Stores round h (runtime, < STORE_ROUNDS) of the held strip: template-unrolled so that every
-// `held` index is a constant (the words stay in registers). A narrow last round goes as the
-// immediate one would (store_round_tma): transposed through tm_out_tail, else staged and copied out
-// by rows (after every earlier store has read its buffers: 224 wide, its buffer is round 1's).
+// `held` index is a constant (the words stay in registers).
 template <class L, int H = L::FIRST_HELD_ROUND, int W>
 __device__ __forceinline__ void store_held_round(int h, bool transposed, const uint32_t (&held)[W],
-                                                 const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
-                                                 const Epilogue<typename L::out_t>& ep, uint32_t staging, int row0,
-                                                 int n0, int M, int N, int cw) {
-  constexpr bool kNarrow = L::kPartialRound && H == L::STORE_ROUNDS - 1;
+                                                 const CUtensorMap* tm_out, uint32_t staging, int row0, int n0,
+                                                 int cw) {
   if (h == H) {
-    if (transposed) {
-      tma_round<L, H, true>(kNarrow ? tm_out_tail : tm_out, staging, row0, n0, cw,
-                            [&](uint32_t base) { sts_held<L, H, true>(base, held); });
-    } else if constexpr (kNarrow) {
-      const int t = thread_in_warpgroup();
-      const uint32_t base = staging + (H % L::STAGING_BUFFERS) * L::STAGING_BUFFER_BYTES;
-      if (t == 0) tma_store_wait_read<0>();
-      named_barrier(1 + cw, kWarpgroupThreads);
-      sts_held<L, H, false>(base, held);
-      named_barrier(1 + cw, kWarpgroupThreads);
-      copy_out_rows_vec<L::LAST_COLS>(ep.out, ep.o_s0, base, row0, n0 + H * L::STORE_COLS, M, N, t);
-    } else {
+    if (transposed)
+      tma_round<L, H, true>(tm_out, staging, row0, n0, cw, [&](uint32_t base) { sts_held<L, H, true>(base, held); });
+    else
       tma_round<L, H, false>(tm_out, staging, row0, n0, cw, [&](uint32_t base) { sts_held<L, H, false>(base, held); });
-    }
     return;
   }
-  if constexpr (H + 1 < L::STORE_ROUNDS)
-    store_held_round<L, H + 1>(h, transposed, held, tm_out, tm_out_tail, ep, staging, row0, n0, M, N, cw);
+  if constexpr (H + 1 < L::STORE_ROUNDS) store_held_round<L, H + 1>(h, transposed, held, tm_out, staging, row0, n0, cw);
 }
 
 // Staged epilogue (16-bit output): the warpgroup fills one of its two staging boxes exactly as
@@ -485,7 +445,18 @@ __device__ __forceinline__ void store_round_staged(const float (&acc)[R], const 
   named_barrier(1 + cw, kWarpgroupThreads);
   const int c0 = n0 + H * L::STORE_COLS;
   if (vec) {
-    copy_out_rows_vec<kCols>(ep.out, ep.o_s0, stage_base, row0, c0, M, N, t);
+    constexpr int kChunksPerRow = kCols * int(sizeof(OutT)) / 16;
+#pragma unroll
+    for (int i = t; i < 64 * kChunksPerRow; i += kWarpgroupThreads) {
+      const int r = i / kChunksPerRow, c = (i % kChunksPerRow) * (16 / int(sizeof(OutT)));
+      if (row0 + r >= M || c0 + c >= N) continue;
+      uint32_t v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                   : "r"(stage_base + mnmajor_offset(c, r, sizeof(OutT)))
+                   : "memory");
+      *reinterpret_cast<uint4*>(ep.out + int64_t(row0 + r) * ep.o_s0 + (c0 + c)) = make_uint4(v0, v1, v2, v3);
+    }
     return;
   }
   // Not in the two-strip (one-warpgroup 128-row) kernels: beside the other strip's 64
@@ -565,7 +536,7 @@ __device__ __forceinline__ void store_rounds_packed(const float (&acc)[R], const
                                                     const CUtensorMap* tm_out, const CUtensorMap* tm_out_tail,
                                                     uint32_t staging, int row0, int n0, int M, int N, int cw,
                                                     const EpiMarks* marks = nullptr) {
-  static_assert(L::STORE_COLS == 64 && (!L::kPartialRound || kEnd < L::STORE_ROUNDS), "whole 64-column rounds");
+  static_assert(L::STORE_COLS == 64 && !L::kPartialRound, "whole 64-column rounds");
   if constexpr (!TK_IMMEDIATE_STM) {
     store_unit_tma<L, kT, kEnd>(acc, ep, tm_out, tm_out_tail, staging, row0, n0, M, N, cw, marks);
   } else if constexpr (H < kEnd) {

@@ -373,8 +373,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     auto consume = [&](const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
       auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
         if constexpr (L::kDeferred)
-          store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, &tm_out_tail, ep, held_staging_s,
-                              held_row0, held_n0, M, N, cw);
+          store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
       };
       int u = first_unit;
       enter_tail(u, in_sk);

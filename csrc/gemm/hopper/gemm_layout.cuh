@@ -79,7 +79,7 @@ struct gemm_layout {
   // (one 128-B swizzled box) per round, BN / 64 rounds per unit, alternating between two
   // buffers so that filling one overlaps the TMA read of the other.
   static constexpr bool kTmaStore = sizeof(OutT) == 2;
-  // A width that is not a multiple of 64 (144, 160, 176, 224) ends in a narrower round of
+  // A width that is not a multiple of 64 (144, 160, 224) ends in a narrower round of
   // LAST_COLS columns: transposed (swap-AB) through its own TMA box (tm_out_tail: the round's
   // columns are the box's outer dimension), untransposed copied out by rows (epilogue.cuh
   // store_round_tma). Built with a K-major Y only (TMA boxes of any multiple of 8 rows).
@@ -114,21 +114,12 @@ struct gemm_layout {
 #define TK_HELD_ROUNDS 2
 #endif
   // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
-  // A narrow last round is the last held one (kHeldNarrow: epilogue.cuh store_held_round) in the
-  // two-warpgroup 128-row tiles wider than 128 (144, 160, 176, 224), whose mid-size plans run
-  // several units per CTA; the 64-row token tiles and the token widths run one.
-  // TK_ODD_HELD=0 (build define, A/B): no held rounds with a narrow last round (before 2026-12-04b).
-#ifndef TK_ODD_HELD
-#define TK_ODD_HELD 1
-#endif
-  static constexpr bool kHeldNarrow = kPartialRound && TK_ODD_HELD && BM_ == 128 && WG_ROWS_ == 64 && BN_ > 128;
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || (kPartialRound && !kHeldNarrow) ? 0
+  // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
-  // One word (a packed 16-bit pair) per held accumulator pair: 16 per whole round, LAST_COLS / 4
-  // for a narrow one.
-  static constexpr int HELD_WORDS = kDeferred ? (BN_ / 2 - FIRST_HELD_ROUND * STORE_COLS / 2) / 2 : 1;
+  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
   // Early k tiles (deferred epilogue with immediate rounds: BN 192, 256): the unit's rounds all
   // packed into 16-bit pairs (the held ones and the immediate ones), the next unit's first
   // EARLY_KTILES k tiles are issued on the freed accumulators before the immediate rounds are
@@ -140,9 +131,7 @@ struct gemm_layout {
 #define TK_EARLY_KTILES 2
 #endif
   static constexpr int IMMEDIATE_WORDS = FIRST_HELD_ROUND * STORE_COLS / 4;  // packed pairs of the immediate rounds
-  // Not with a narrow held round: the 128 x 224 kernels spilled 176 B with them (ptxas 13.0).
-  static constexpr int EARLY_KTILES =
-      kDeferred && KT == 1 && STRIPS == 1 && FIRST_HELD_ROUND > 0 && !kHeldNarrow ? TK_EARLY_KTILES : 0;
+  static constexpr int EARLY_KTILES = kDeferred && KT == 1 && STRIPS == 1 && FIRST_HELD_ROUND > 0 ? TK_EARLY_KTILES : 0;
   // The last wgmma group drained before the next unit's decode (kernel_variants.h TK_WAIT_FIRST).
   static constexpr bool WAIT_FIRST = TK_WAIT_FIRST == 1 || (TK_WAIT_FIRST == 2 && EARLY_KTILES == 0);
   // As many stages as fit beside the staging buffer in the sm_90 per-block limit (227 KB), at

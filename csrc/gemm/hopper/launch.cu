@@ -7,16 +7,17 @@ namespace tk::hopper {
 
 namespace {
 // The families built (one launch_inst_*.cu each): 128-row tiles 64, 72, 80 (plan_rules.h kTokenWidths),
-// 128, 144, 160, 176, 192, 224 and 256 wide (plan.h never pairs 64-row tiles with 256 columns: measured
+// 128, 144, 160, 192, 224 and 256 wide (plan.h never pairs 64-row tiles with 256 columns: measured
 // slower); 64-row tiles 64, 128 and, one token tile, 144..224 wide (plan.h rows64_token_width).
 constexpr bool family_built(int bm, int bn) {
-  return bm != 64 || bn == 64 || bn == 128 || rows64_token_width(bn);
+  return bm == 64 ? bn == 64 || bn == 128 || rows64_token_width(bn) : bn != kTokenRows64Width176;
 }
 
 template <typename T, typename OutT, int BN, int BM>
 const char* built_family(const GemmArgs& g, void* s) {
   if constexpr (!family_built(BM, BN))
-    return "64-row tiles are built 64, 128, 144, 160, 176, 192 or 224 columns wide";
+    return BM == 64 ? "64-row tiles are built 64, 128, 144, 160, 176, 192 or 224 columns wide"
+                    : "128-row tiles are not built 176 columns wide";
   else return launch_family<T, OutT, BN, BM>(g, s);
 }
 

@@ -350,7 +350,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.cluster != 1) return "no such clustered kernel";
     return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, false, 64>>(g, op, s);
   } else if constexpr (BN % 64 != 0) {
-    // 144, 160, 176, 224 wide (plan_rules.h kOddWidths) and 72, 80 (kTokenWidths): unclustered, two
+    // 144, 160, 224 wide (plan_rules.h kOddWidths) and 72, 80 (kTokenWidths): unclustered, two
     // warpgroups, K-major Y.
     if constexpr (YMn) {
       return "tiles of a width that is not a multiple of 64 need a K-major Y (A row-major under swap-AB, else B "

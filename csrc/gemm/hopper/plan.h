@@ -70,7 +70,7 @@ struct TileChoice {
 };
 
 // The widths that are not a multiple of 64 (kOddWidths, kTokenWidths below), built for 128-row
-// tiles; 144, 160, 176 and 224 also for 64-row ones.
+// tiles; 144, 160 and 224 also for 64-row ones, 176 for those only.
 constexpr int kTokenRows64Width = 144, kTokenRows64Width160 = 160, kTokenRows64Width176 = 176,
               kTokenRows64Width192 = 192, kTokenRows64Width224 = 224;
 inline bool odd_width(int bn) {
@@ -92,7 +92,7 @@ inline bool valid_tile(const TileChoice& t, bool all_widths, int odd_layouts = 3
   const bool rows64 = rows64_token_width(t.bn) && k_major_y && t.splits == 1 && (t.cluster == 1 || TK_BM64_ODD_CLUSTER);
   const bool widths = t.bm == 64 ? (t.bn == 64 || t.bn == 128 || rows64)
                                  : t.bm == 128 && (t.bn == 64 || t.bn == 128 || t.bn == 192 || t.bn == 256 ||
-                                                   odd);
+                                                   (odd && t.bn != kTokenRows64Width176));
   return widths && (all_widths || t.bn == 128) && t.splits >= 1 && t.splits <= 16 && (t.cluster == 1 || t.cluster == 2);
 }
 
@@ -276,9 +276,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // Bit 17: the 192 (either orientation, any layout) and 160 (as the 224 one) candidates past 512
   // tokens in place of a 128 x 256 plan that is not long-running, their costs weighted (plan_rules.h).
   const bool mid_192 = (odd_widths & kOddWidthsMid192160) && M > 512 && !p.swap_ab;
-  // Bit 18: the 176 candidate where the 224 one may go, past 512 tokens, weighted (plan_rules.h).
-  const bool mid_176 = (odd_widths & kOddWidthsMid176) && M > 512 && !p.swap_ab;
-  if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224 || swap_m224 || swap_m144 || mid_192 || mid_176) &&
+  if (odd_widths && all_widths && (M <= 512 || mid_m || mid_m224 || swap_m224 || swap_m144 || mid_192) &&
       p.bm == 128 && p.splits == 1) {
     int64_t best = waves(plan_tiles(rows, cols, 128, p.bn)) * p.bn * 18;  // x 20 below
     bool best_swap = p.swap_ab;
@@ -287,8 +285,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
     // narrower tile streams operands more slowly per SM); regular: a width whose kernels take any
     // layout (a multiple of 64). Swapped odd widths past 320 tokens only under bits 15 - 17.
     auto consider = [&](bool swap, int w, int weight = 20, bool regular = false) {
-      const bool swap_mid_w =
-          (swap_m224 && (w == 224 || (w == 160 && mid_192) || (w == 176 && mid_176))) || (swap_m144 && w == 144);
+      const bool swap_mid_w = (swap_m224 && (w == 224 || (w == 160 && mid_192))) || (swap_m144 && w == 144);
       if (!regular && (!(odd_layouts & (swap ? 1 : 2)) || (swap && M > 320 && !swap_mid_w))) return;
       const int64_t cost = waves(plan_tiles(swap ? N : M, swap ? M : N, 128, w)) * w * weight;
       if (cost <= best) best = cost - 1, best_swap = swap, best_bn = w;  // - 1: later ties lose
@@ -316,10 +313,6 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       if (swap_m224) consider(true, 160, kMid160Weight);
       if (bn192 >= 1 && !(split_sectors & 2)) consider(false, 192, kMid192Weight, true);  // bn192 0: no 192
       if (bn192 >= 1 && !(split_sectors & 1)) consider(true, 192, kMid192Weight, true);
-    }
-    if (mid_176 && p.bn == 256 && !long_run256) {
-      if (mid_m224) consider(false, 176, kMid176Weight);
-      if (swap_m224) consider(true, 176, kMid176Weight);
     }
     if ((odd_widths & 4) && p.bn == 256 && !long_run256 && (M <= 512 || mid_m || mid_m224)) consider(false, 224);
     if (swap_m224 && p.bn == 256 && !long_run256) consider(true, 224);

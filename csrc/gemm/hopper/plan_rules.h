@@ -224,11 +224,6 @@ constexpr int kOddWidthsSwappedMid144 = 65536;
 // 19.0 -> 15.8, 1100x4001x256 NN 31.2 -> 22.9; fp16 8 of 8.
 constexpr int kOddWidthsMid192160 = 131072;
 constexpr int kMid192Weight = 21, kMid160Weight = 22;
-// Bit 18 (2026-12-04b): past 512 tokens, in place of a 128 x 256 plan that is not long-running, the
-// 128 x 176 candidate (built since 2026-12-04b; cuBLAS runs 176 x 128 tiles at 2048x5632x2048 NT) where
-// the 224 one may go, its cost weighted by kMid176Weight / 20. TODO measured numbers.
-constexpr int kOddWidthsMid176 = 262144;
-constexpr int kMid176Weight = 19;
 constexpr int kOddWidths = 262143;
 // Bit 3 of odd_widths (default on since 2026-11-29b): swapped tiles sized to the token count.
 // For 129..320 tokens with a row-major A, an unsplit plan of at most one wave is re-planned as
