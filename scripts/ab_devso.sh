@@ -14,7 +14,7 @@ so=torch_tk/_C$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EX
 for v in ${AB_VARIANTS:?AB_VARIANTS: space list of LIB:SETTING}; do
   lib=${v%%:*}
   [ "$(cat ".devso/$lib.torch")" = "$have" ] || { echo "ab_devso: $lib was built against another torch"; exit 1; }
-  [ -f "/tmp/tk_lib_$lib.so" ] || gzip -dc ".devso/$lib.so.gz" > "/tmp/tk_lib_$lib.so"
+  gzip -dc ".devso/$lib.so.gz" > "/tmp/tk_lib_$lib.so"  # always: a warm machine may hold an older build of that name
 done
 for r in $(seq "${AB_ROUNDS:-2}"); do
   for v in $AB_VARIANTS; do
