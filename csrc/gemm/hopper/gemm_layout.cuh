@@ -36,8 +36,9 @@ struct gemm_layout {
   static_assert(!STREAM_K_ || CLUSTER_ == 1, "stream-K tail only for unclustered kernels");
   static_assert(BM_ == 128 || (BM_ == 64 && !STREAM_K_), "64-row tiles: no stream-K tail");
   static_assert(WG_ROWS_ == 64 || (WG_ROWS_ == 128 && BM_ == 128 && !STREAM_K_), "two strips: 128-row tiles only");
-  static_assert(!RING_STAGING_ || ((WG_ROWS_ == 128 || (BM_ == 64 && BN_ > 128)) && CLUSTER_ == 1),
-                "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered");
+  static_assert(!RING_STAGING_ || ((WG_ROWS_ == 128 || (BM_ == 64 && BN_ > 128)) &&
+                                   (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
+                "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
   static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;

@@ -128,7 +128,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     return "fused split-K needs one unit per CTA and 2 zeroed flags per unit";
   if (p.bm != L::BM) return "the plan's row tile does not match the kernel";
   if (p.wg_rows != L::BM / L::CONSUMERS) return "the plan's rows per consumer warpgroup do not match the kernel";
-  if (L::kRingStaging && (p.units > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
+  if (L::kRingStaging && (int64_t(p.units) * L::CLUSTER > p.grid || p.dynamic)) return "ring staging needs one unit per CTA";
   if (p.fused_split && L::STRIPS > 1) return "fused split-K needs one strip per consumer warpgroup";
   if (L::BM == 64 && p.splits > 1 && !TK_BM64_SPLIT) return "64-row tiles run without split-K";
   const bool split_out = p.splits > 1;  // fp32 partials stored from registers
@@ -379,6 +379,10 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if (g.plan.sk_tiles > 0) return "no stream-K kernel for this tile width";
 #if TK_WG128_CLUSTER
     if constexpr (BN == 128) {  // kernel_variants.h: 128 x 128 2-CTA pairs, forced tiles only
+      if constexpr (sizeof(OutT) == 2) {  // staging in the stage ring, 7 stages (plan.h ring_staging)
+        if (g.plan.cluster == 2 && g.plan.wg_rows == 128 && g.plan.ring_staging)
+          return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128, true>>(g, op, s);
+      }
       if (g.plan.cluster == 2 && g.plan.wg_rows == 128)
         return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2, false, 128, 128>>(g, op, s);
       if (g.plan.cluster == 2)  // two consumer warpgroups (TK_HOPPER_ONE_WG=0): cuBLAS's 128x128 2x1 form

@@ -116,7 +116,10 @@ inline int narrow_width(int64_t rows, int64_t cols, int bm, int bn, int num_sms)
 inline bool ring_staging(const GemmPlan& p, int K, int forced) {
   const bool rows64 = p.bm == 64 && p.bn > 128;
   const bool kernel = (p.wg_rows == 128 && (p.bn == 128 || p.bn == 144)) || rows64;
-  const bool one_unit = kernel && p.cluster == 1 && p.units <= p.grid && !p.dynamic && p.splits == 1;
+  // (128 x 128 pairs, TK_WG128_CLUSTER builds: one unit per cluster, both rings idle after it.)
+  const bool pair128 = p.cluster == 2 && p.bm == 128 && p.bn == 128 && p.wg_rows == 128;
+  const bool one_unit = kernel && (p.cluster == 1 || pair128) && p.units * p.cluster <= p.grid && !p.dynamic &&
+                        p.splits == 1;
   const int min_k_tiles = rows64 ? kRingStagingMinKTilesRows64 : kRingStagingMinKTiles;
   const bool long_k = (int64_t(K) + kPlanBK - 1) / kPlanBK >= min_k_tiles;
   return one_unit && (forced == 1 || (forced < 0 && long_k));
