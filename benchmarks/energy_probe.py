@@ -42,6 +42,14 @@ def parse_case(text):
     return (M, N, K), (lay or "NT").upper()
 
 
+def turn_stats(means, calls, secs):
+    """(ms per call, W, MHz, mJ per call) of one recorded turn from gpu_sampler means; None without samples."""
+    if means["watts"] is None or calls <= 0:
+        return None
+    per_call_s = secs / calls
+    return per_call_s * 1e3, means["watts"], means["sm_mhz"], means["watts"] * per_call_s * 1e3
+
+
 def run_turn(fn, settle_s, seconds, chunk):
     """Runs fn back to back for settle_s, then for seconds; returns (calls, t0, t1) of the second part."""
     t_end = time.time() + settle_s
@@ -101,19 +109,11 @@ def main():
         time.sleep(0.2)  # the sampler's last lines
         rows = {}
         for name, turns in stats.items():
-            ms, watts, mhz, mj = [], [], [], []
-            for wname, calls, secs in turns:
-                m = sampler.means(wname)
-                if m["watts"] is None:
-                    continue
-                ms.append(secs / calls * 1e3)
-                watts.append(m["watts"])
-                mhz.append(m["sm_mhz"])
-                mj.append(m["watts"] * secs / calls * 1e3)
-            if not ms:
+            got = [t for t in (turn_stats(sampler.means(w), c, secs) for w, c, secs in turns) if t is not None]
+            if not got:
                 print(f"{text:22s} {name:6s} no samples")
                 continue
-            rows[name] = tuple(statistics.median(x) for x in (ms, watts, mhz, mj))
+            rows[name] = tuple(statistics.median(col) for col in zip(*got))
             print(f"{text:22s} {name:6s} {rows[name][0]:8.4f} {rows[name][1]:6.1f} {rows[name][2]:6.0f} "
                   f"{rows[name][3]:8.2f}")
         if len(rows) == 2:
