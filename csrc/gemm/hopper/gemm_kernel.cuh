@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   auto init_barriers = [&]() {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      mbar_init(&empty[s], L::CONSUMERS * 4 * L::CLUSTER);  // one arrival per consumer warp of the cluster
+      // one arrival per consumer warp (TK_WG_RELEASE: warpgroup) of the cluster
+      mbar_init(&empty[s], L::CONSUMERS * (TK_WG_RELEASE ? 1 : 4) * L::CLUSTER);
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
@@ -276,6 +277,13 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     // A stage is free once every consumer warp of every CTA that received it has read it.
     auto release = [&](int stage) {
       if (!warp_leader || (xp & kXpBare)) return;
+      if constexpr (TK_WG_RELEASE) {  // lane 0 of warp d of the warpgroup signals CTA rank + d (kernel_variants.h)
+        static_assert(L::CLUSTER <= 4, "one signalling warp per destination CTA");
+        const int d = int(thread_in_warpgroup()) / 32;
+        if (d == 0) mbar_arrive(&empty[stage]);
+        else if (d < L::CLUSTER) mbar_arrive_cluster(&empty[stage], (rank + d) % L::CLUSTER);
+        return;
+      }
       mbar_arrive(&empty[stage]);
       if constexpr (L::CLUSTER > 1) {
 #pragma unroll

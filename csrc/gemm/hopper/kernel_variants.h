@@ -59,6 +59,19 @@
 #define TK_BM64_ODD_CLUSTER 0
 #endif
 
+// TK_WG_RELEASE=1 (build define, A/B; 2026-12-04c, not measured yet): a consumed stage is released by
+// one arrival per consumer warpgroup and destination CTA (lane 0 of warp d signals CTA rank + d)
+// instead of one per consumer warp and destination, so the empty barrier counts CONSUMERS x CLUSTER
+// arrivals. Why: the 2-CTA pairs' per-stage remote arrivals were 4 per warpgroup (2026-12-04b /
+// 12-04c: pairs 4-6% behind the unclustered tile, ~58 cycles per k tile even with the loads removed,
+// 2026-12-02); CUTLASS's PipelineTmaAsync signals once per warpgroup and destination. Safe because a
+// wgmma group is one warpgroup-wide operation: once any warp's wgmma.wait_group has retired it,
+// its shared-memory operand reads are complete for all four warps (consumers read stages only
+// through wgmma descriptors).
+#ifndef TK_WG_RELEASE
+#define TK_WG_RELEASE 0
+#endif
+
 namespace tk::hopper {
 // Whether the producer of a kernel with CLUSTER CTAs per cluster runs warp-wide (above).
 constexpr bool warp_producer(int cluster) {
