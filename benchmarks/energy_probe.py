@@ -10,7 +10,12 @@ Method: per case, the ops alternate `--alternations` times; each turn runs the o
 (no flush, as inside a model) for `--settle` seconds unrecorded (nvidia-smi's power reading lags)
 and then `--seconds` recorded, synchronising every few calls so the queue stays short.
 benchmarks/gpu_sampler.py samples power.draw (W) and clocks.sm (MHz) through nvidia-smi; energy
-per call = mean W x recorded seconds / calls (mJ). Operands: random bf16 (benchmarks/operands.py).
+per call = mean W x recorded seconds / calls (mJ). Where NVIDIA's NVML bindings are installed
+(cuda.bindings.nvml, from the cuda-bindings package torch's CUDA wheels depend on), the board's
+energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ; refreshed every 20-100 ms) is read after
+every chunk of calls as well, and the slope of a least-squares line through those (time, mJ)
+readings gives the turn's mean power without the counter's refresh steps: the "nvml" column.
+Operands: random bf16 (benchmarks/operands.py).
 
     python benchmarks/energy_probe.py [--shapes 8192x5632x2048:NT,...] [--seconds 2] [--settle 1]
         [--alternations 3]
@@ -42,6 +47,41 @@ def parse_case(text):
     return (M, N, K), (lay or "NT").upper()
 
 
+class EnergyCounter:
+    """The GPU's NVML energy counter (mJ since driver load) through cuda.bindings.nvml; `read()` is
+    None when the bindings or the counter are unavailable."""
+
+    def __init__(self, props, dev):
+        self._nvml, self._handle = None, None
+        try:
+            from cuda.bindings import nvml
+            nvml.init_v2()
+            uuid = getattr(props, "uuid", None)
+            self._handle = (nvml.device_get_handle_by_uuid(f"GPU-{uuid}") if uuid is not None
+                            else nvml.device_get_handle_by_index_v2(dev))
+            nvml.device_get_total_energy_consumption(self._handle)
+            self._nvml = nvml
+        except Exception:  # not installed, no driver library, or a GPU without the counter
+            self._nvml = None
+
+    def read(self):
+        if self._nvml is None:
+            return None
+        return float(self._nvml.device_get_total_energy_consumption(self._handle))
+
+
+def slope(points):
+    """Least-squares slope of [(x, y), ...]; None for fewer than two distinct x."""
+    if len(points) < 2:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
 def turn_stats(means, calls, secs):
     """(ms per call, W, MHz, mJ per call) of one recorded turn from gpu_sampler means; None without samples."""
     if means["watts"] is None or calls <= 0:
@@ -50,20 +90,24 @@ def turn_stats(means, calls, secs):
     return per_call_s * 1e3, means["watts"], means["sm_mhz"], means["watts"] * per_call_s * 1e3
 
 
-def run_turn(fn, settle_s, seconds, chunk):
-    """Runs fn back to back for settle_s, then for seconds; returns (calls, t0, t1) of the second part."""
+def run_turn(fn, settle_s, seconds, chunk, counter):
+    """Runs fn back to back for settle_s, then for seconds; returns (calls, t0, t1, readings) of the
+    second part, readings: [(s since t0, counter mJ)] after every chunk (empty without a counter)."""
     t_end = time.time() + settle_s
     while time.time() < t_end:
         for _ in range(chunk):
             fn()
         torch.cuda.synchronize()
-    calls, t0 = 0, time.time()
+    calls, t0, readings = 0, time.time(), []
     while time.time() - t0 < seconds:
         for _ in range(chunk):
             fn()
         torch.cuda.synchronize()
         calls += chunk
-    return calls, t0, time.time()
+        e = counter.read()
+        if e is not None:
+            readings.append((time.time() - t0, e))
+    return calls, t0, time.time(), readings
 
 
 def main():
@@ -83,7 +127,9 @@ def main():
         return 2
     print(f"# {torch.cuda.get_device_name(dev)}; {args.alternations} turns per op, {args.settle:g} s settle + "
           f"{args.seconds:g} s recorded each, back to back, no flush")
-    print(f"{'case':22s} {'op':6s} {'ms/call':>8s} {'W':>6s} {'MHz':>6s} {'mJ/call':>8s}")
+    counter = EnergyCounter(torch.cuda.get_device_properties(dev), dev)
+    print(f"# energy counter (NVML): {'yes' if counter.read() is not None else 'unavailable'}")
+    print(f"{'case':22s} {'op':6s} {'ms/call':>8s} {'W':>6s} {'MHz':>6s} {'mJ/call':>8s} {'nvml W':>7s} {'nvml mJ':>8s}")
     for text in args.shapes.split(","):
         (M, N, K), lay = parse_case(text)
         a, b = layout_operands(M, N, K, lay, generator=torch.Generator(device="cuda").manual_seed(0))
@@ -103,23 +149,28 @@ def main():
             for name in order:
                 chunk = max(1, int(0.02 / max(per_call[name], 1e-6)))
                 wname = f"{text}/{name}/{r}"
-                calls, t0, t1 = run_turn(ops[name], args.settle, args.seconds, chunk)
+                calls, t0, t1, readings = run_turn(ops[name], args.settle, args.seconds, chunk, counter)
                 sampler.windows.append((wname, t0, t1))
-                stats[name].append((wname, calls, t1 - t0))
+                stats[name].append((wname, calls, t1 - t0, slope(readings)))
         time.sleep(0.2)  # the sampler's last lines
         rows = {}
         for name, turns in stats.items():
-            got = [t for t in (turn_stats(sampler.means(w), c, secs) for w, c, secs in turns) if t is not None]
+            got = [t for t in (turn_stats(sampler.means(w), c, secs) for w, c, secs, _ in turns) if t is not None]
+            # NVML: mean power (W = mJ/ms) from the counter's slope, and mJ per call at the turn's rate
+            nv = [(p / 1e3, p * secs / c) for _, c, secs, p in turns if p is not None]
             if not got:
                 print(f"{text:22s} {name:6s} no samples")
                 continue
-            rows[name] = tuple(statistics.median(col) for col in zip(*got))
-            print(f"{text:22s} {name:6s} {rows[name][0]:8.4f} {rows[name][1]:6.1f} {rows[name][2]:6.0f} "
-                  f"{rows[name][3]:8.2f}")
+            rows[name] = tuple(statistics.median(col) for col in zip(*got)) + (
+                tuple(statistics.median(col) for col in zip(*nv)) if nv else (None, None))
+            r = rows[name]
+            nvs = f"{r[4]:7.1f} {r[5]:8.2f}" if r[4] is not None else f"{'-':>7s} {'-':>8s}"
+            print(f"{text:22s} {name:6s} {r[0]:8.4f} {r[1]:6.1f} {r[2]:6.0f} {r[3]:8.2f} {nvs}")
         if len(rows) == 2:
             o, t = rows["ours"], rows["torch"]
+            nvr = f", nvml power {o[4] / t[4]:.3f}, nvml energy {o[5] / t[5]:.3f}" if o[4] and t[4] else ""
             print(f"{'':22s} ours/torch: time {o[0] / t[0]:.3f}, power {o[1] / t[1]:.3f}, clock {o[2] / t[2]:.3f}, "
-                  f"energy {o[3] / t[3]:.3f}")
+                  f"energy {o[3] / t[3]:.3f}{nvr}")
     sampler.close()
     return 0
 
