@@ -24,6 +24,7 @@
 #include "plain_body.cuh"
 #include "producer_loads.cuh"
 #include "sched_ring.cuh"
+#include "stage_release.cuh"
 
 namespace tk::hopper {
 using namespace kittens;
@@ -140,8 +141,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   auto init_barriers = [&]() {
     for (int s = 0; s < L::STAGES; ++s) {
       mbar_init(&full[s], 1);                      // the producer's expect_tx arrival
-      // one arrival per consumer warp (TK_WG_RELEASE: warpgroup) of the cluster
-      mbar_init(&empty[s], L::CONSUMERS * (TK_WG_RELEASE ? 1 : 4) * L::CLUSTER);
+      mbar_init(&empty[s], kEmptyArrivals<L>);        // the consumers' releases (stage_release.cuh)
     }
     for (int s = 0; s < L::SCHED_SLOTS; ++s) {
       mbar_init(&sched_full[s], 1);                   // the producer's arrival after writing the id
@@ -274,21 +274,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     const uint32_t a_hi = uint32_t(L::a_tile::desc(ring, cw * L::STRIPS * 64, 0) >> 32);
     const uint64_t desc_b0 = L::b_tile::desc(ring + L::a_tile::kBytes, 0, 0);
     const uint32_t b_lo = uint32_t(desc_b0), b_hi = uint32_t(desc_b0 >> 32);
-    // A stage is free once every consumer warp of every CTA that received it has read it.
     auto release = [&](int stage) {
-      if (!warp_leader || (xp & kXpBare)) return;
-      if constexpr (TK_WG_RELEASE) {  // lane 0 of warp d of the warpgroup signals CTA rank + d (kernel_variants.h)
-        static_assert(L::CLUSTER <= 4, "one signalling warp per destination CTA");
-        const int d = int(thread_in_warpgroup()) / 32;
-        if (d == 0) mbar_arrive(&empty[stage]);
-        else if (d < L::CLUSTER) mbar_arrive_cluster(&empty[stage], (rank + d) % L::CLUSTER);
-        return;
-      }
-      mbar_arrive(&empty[stage]);
-      if constexpr (L::CLUSTER > 1) {
-#pragma unroll
-        for (int peer = 1; peer < L::CLUSTER; ++peer) mbar_arrive_cluster(&empty[stage], (rank + peer) % L::CLUSTER);
-      }
+      if (!(xp & kXpBare)) release_stage<L>(empty, stage, rank);
     };
     const bool tc_units = trace_cta && cw == 0 && thread_in_warpgroup() == 0 && (xp & kXpTraceUnits);
     const bool tc = trace_cta && cw == 0 && thread_in_warpgroup() == 0 && !(xp & kXpTraceUnits);
