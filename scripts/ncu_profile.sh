@@ -8,7 +8,8 @@
 # throughput, HGMMA count, SM clock), one short block per kernel; much faster than the sections.
 # (sm__pipe_tensor_op_gmma_cycles_active reads "n/a" on the H200 with ncu of CUDA 13.0: not used.)
 # NCU_SOURCE=1: instead, per-PC warp-stall samples of both kernels with caches flushed and kept
-# (scripts/ncu_fetch_stalls.py: stall reasons, executed stretches of code, instruction-fetch stalls).
+# (scripts/ncu_fetch_stalls.py: stall reasons, executed stretches of code, instruction-fetch stalls;
+# scripts/ncu_sass_mix.py: executed instructions by class per 128x256x64 MAC block, ours next to cuBLAS).
 # NCU_SUSTAINED=N: instead, the GEMM pair after N back-to-back pairs, clocks not locked (--clock-control
 # none): the SM, L2 and DRAM clocks each kernel gets at the power cap, and its time there.
 # NCU_EXTRA: further ncu arguments for the full-section runs (e.g. "--section MemoryWorkloadAnalysis_Tables");
@@ -40,6 +41,7 @@ for s in $SHAPES; do
         python3 scripts/ncu_driver.py "$s" >> "$OUT/ncu.txt" 2>&1
       ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.csv" 2>> "$OUT/ncu.txt"
       echo "== $s cache-control $cc"; python3 scripts/ncu_fetch_stalls.py "$rep.csv" | tee -a "$OUT/ncu.txt" | head -n 40
+      python3 scripts/ncu_sass_mix.py "$rep.csv" "${s%%:*}" | tee -a "$OUT/ncu.txt"
     done
     continue
   fi
