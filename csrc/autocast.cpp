@@ -39,6 +39,15 @@ struct AutocastOps {
     return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, weight, Dev),
                    at::autocast::cached_cast(dt, bias, Dev));
   }
+
+  static std::tuple<at::Tensor, at::Tensor> gemm_pair(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
+                                                      const at::Tensor& b1) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::gemm_pair", "").typed<decltype(gemm_pair)>();
+    return op.call(at::autocast::cached_cast(dt, a0, Dev), at::autocast::cached_cast(dt, b0, Dev),
+                   at::autocast::cached_cast(dt, a1, Dev), at::autocast::cached_cast(dt, b1, Dev));
+  }
 };
 
 }  // namespace
@@ -49,6 +58,7 @@ TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
   m.impl("gemm", &O::gemm);
   m.impl("addmm", &O::addmm);
   m.impl("linear", &O::linear);
+  m.impl("gemm_pair", &O::gemm_pair);
 }
 
 TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
@@ -56,4 +66,5 @@ TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
   m.impl("gemm", &O::gemm);
   m.impl("addmm", &O::addmm);
   m.impl("linear", &O::linear);
+  m.impl("gemm_pair", &O::gemm_pair);
 }

@@ -49,9 +49,9 @@ void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
   out.copy_(r);
 }
 
-at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
-                      const at::Scalar& beta_s, const at::Scalar& alpha_s, std::optional<at::ScalarType> out_dtype,
-                      const ArgNames& n, MatmulBackend backend, at::IntArrayRef out_shape) {
+Product prepare_product(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
+                        const at::Scalar& beta_s, const at::Scalar& alpha_s, std::optional<at::ScalarType> out_dtype,
+                        const ArgNames& n, at::IntArrayRef out_shape) {
   check_matrix(a, n.op, n.a);
   check_matrix(b, n.op, n.b);
   TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), n.op, ": `", n.a, "` and `", n.b,
@@ -61,7 +61,7 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
   TORCH_CHECK_VALUE(a.size(1) == b.size(0), n.op, ": `", n.a, "` (", num(a.size(0)), "x", num(a.size(1)), ") and `", n.b,
                     "` (", num(b.size(0)), "x", num(b.size(1)), ") cannot be multiplied: inner dimensions differ");
   const auto out_t = resolve_out_dtype(a.scalar_type(), out_dtype, n.op);
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const int64_t M = a.size(0), N = b.size(1);
   const double alpha = alpha_s.toDouble(), beta = beta_s.toDouble();
 
   std::optional<at::Tensor> c;
@@ -83,17 +83,54 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
   // as a view; the kernels fill its (M, N) row-major view.
   at::Tensor result = at::empty(out_shape.empty() ? at::IntArrayRef({M, N}) : out_shape, a.options().dtype(out_t));
   at::Tensor out = result.view({M, N});
-  if (M == 0 || N == 0) return result;
-  if (K == 0) {
-    out.zero_();
-    if (c.has_value()) out.add_(*c, beta);
-    return result;
+  return Product{result, out, c, alpha, beta};
+}
+
+void run_product(Product& p, const at::Tensor& a, const at::Tensor& b, MatmulBackend backend) {
+  if (p.out.numel() == 0) return;
+  if (a.size(1) == 0) {
+    p.out.zero_();
+    if (p.c.has_value()) p.out.add_(*p.c, p.beta);
+    return;
   }
-  if (backend == nullptr || !backend(out, a, b, c, alpha, beta)) {
+  if (backend == nullptr || !backend(p.out, a, b, p.c, p.alpha, p.beta)) {
     if (a.device().is_cpu()) count_call(Path::cpu);
-    reference_matmul(out, a, b, c, alpha, beta);
+    reference_matmul(p.out, a, b, p.c, p.alpha, p.beta);
   }
-  return result;
+}
+
+at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
+                      const at::Scalar& beta, const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype,
+                      const ArgNames& names, MatmulBackend backend, at::IntArrayRef out_shape) {
+  Product p = prepare_product(self, a, b, beta, alpha, out_dtype, names, out_shape);
+  run_product(p, a, b, backend);
+  return p.result;
+}
+
+std::tuple<at::Tensor, at::Tensor> gemm_pair_core(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
+                                                  const at::Tensor& b1, MatmulBackend backend, PairRunner pair) {
+  static const ArgNames n0{"tk.gemm_pair", "a0", "b0", "self"}, n1{"tk.gemm_pair", "a1", "b1", "self"};
+  // Both products are checked and their outputs allocated on the caller's stream before either
+  // runs: a bad second product raises before the first is launched, and the outputs belong to the
+  // caller's stream (the side stream only writes them, ordered before the caller's next work).
+  Product p0 = prepare_product(std::nullopt, a0, b0, 0, 1, std::nullopt, n0, {});
+  Product p1 = prepare_product(std::nullopt, a1, b1, 0, 1, std::nullopt, n1, {});
+  TORCH_CHECK_VALUE(a0.device() == a1.device(), "tk.gemm_pair: `a0` and `a1` must be on the same device, got ",
+                    a0.device(), " and ", a1.device());
+  // The product with the longer K (its units take longest) is launched first: the other fills
+  // the SMs the first one's last wave leaves idle.
+  const bool swap = a1.size(1) > a0.size(1);
+  Product& pf = swap ? p1 : p0;
+  Product& ps = swap ? p0 : p1;
+  const at::Tensor &af = swap ? a1 : a0, &bf = swap ? b1 : b0, &as = swap ? a0 : a1, &bs = swap ? b0 : b1;
+  const auto first = [&]() { run_product(pf, af, bf, backend); };
+  const auto second = [&]() { run_product(ps, as, bs, backend); };
+  const bool both = pf.out.numel() > 0 && ps.out.numel() > 0;
+  if (!(both && pair != nullptr && pair(a0.get_device(), first, second))) {
+    first();
+    second();
+  }
+  return {p0.result, p1.result};
 }
 
 at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -134,6 +171,11 @@ at::Tensor linear_cpu(const at::Tensor& input, const at::Tensor& weight, const s
   return linear_core(input, weight, bias, nullptr);
 }
 
+std::tuple<at::Tensor, at::Tensor> gemm_pair_cpu(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
+                                                 const at::Tensor& b1) {
+  return gemm_pair_core(a0, b0, a1, b1, nullptr, nullptr);
+}
+
 }  // namespace
 }  // namespace tk
 
@@ -145,10 +187,12 @@ TORCH_LIBRARY(tk, m) {
       "Tensor",
       {at::Tag::pt2_compliant_tag});
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("gemm_pair(Tensor a0, Tensor b0, Tensor a1, Tensor b1) -> (Tensor, Tensor)", {at::Tag::pt2_compliant_tag});
 }
 
 TORCH_LIBRARY_IMPL(tk, CPU, m) {
   m.impl("gemm", &tk::gemm_cpu);
   m.impl("addmm", &tk::addmm_cpu);
   m.impl("linear", &tk::linear_cpu);
+  m.impl("gemm_pair", &tk::gemm_pair_cpu);
 }

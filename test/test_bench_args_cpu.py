@@ -71,3 +71,17 @@ def test_l2_flush_rejects_unknown_states_by_name():
         with pytest.raises(ValueError, match="state"):
             l2.l2_flush(bad, device="cpu")
     assert callable(l2.l2_flush("dirty", device="cpu"))
+
+
+def test_pair_bench_linears_and_cpu_exit(capsys):
+    """benchmarks/pair_bench.py: --linears parsing (bench_model's three linears by default), an error
+    naming --linears for a bad entry, and a clean exit without a GPU."""
+    pb = load_script("benchmarks/pair_bench.py", "pair_bench_under_test")
+    assert pb.parse_args([]).linears == [(8192, 2048, 2048), (8192, 2048, 5632), (8192, 5632, 2048)]
+    assert pb.parse_linears("300:1030:4096") == [(300, 1030, 4096)]
+    for bad in ("8:2", "8:2:x", "8:0:4"):
+        with pytest.raises(ValueError, match="--linears"):
+            pb.parse_linears(bad)
+    import torch
+    if not torch.cuda.is_available():
+        assert pb.main([]) == 0 and "no CUDA device" in capsys.readouterr().out

@@ -143,11 +143,12 @@ def test_compile_fullgraph_train_expected_graphs():
     assert len(rec.dynamo) == 1 and len(rec.fw) == 1 and len(rec.bw) == 1
     assert not torch._dynamo.utils.counters["graph_break"]
 
-    # forward: tk.linear only; backward: tk.gemm only (dX NN: grad @ W; dW TN: grad.t() @ X),
-    # bias grads as sums, and no aten matmul anywhere.
+    # forward: tk.linear only; backward: tk ops only -- the last layer's dX (NN: grad @ W) and dW
+    # (TN: grad.t() @ X) in one tk.gemm_pair, the first layer's dW alone (its input needs no
+    # grad) as tk.gemm -- bias grads as sums, and no aten matmul anywhere.
     fw, bw = _names(rec.fw[0]), _names(rec.bw[0])
     assert fw.count("tk.linear.default") == 2
-    assert bw.count("tk.gemm.default") == 3
+    assert bw.count("tk.gemm_pair.default") == 1 and bw.count("tk.gemm.default") == 1
     mm = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.matmul.default", "aten.linear.default"}
     assert not mm & set(fw + bw), (fw, bw)
 
@@ -176,19 +177,20 @@ class GraphModule(torch.nn.Module):
 class GraphModule(torch.nn.Module):
     def forward(self, primals_3: "f32[4, 16]", primals_4: "f32[8, 32]", linear: "f32[4, 32]", gelu: "f32[4, 32]", tangents_1: "f32[4, 8]"):
         view: "f32[4, 8]" = torch.ops.aten.view.default(tangents_1, [-1, 8]);  tangents_1 = None
-        gemm: "f32[4, 32]" = torch.ops.tk.gemm.default(view, primals_4);  primals_4 = None
-        view_1: "f32[4, 32]" = torch.ops.aten.view.default(gemm, [4, 32]);  gemm = None
-        view_2: "f32[4, 32]" = torch.ops.aten.view.default(gelu, [-1, 32]);  gelu = None
+        view_1: "f32[4, 32]" = torch.ops.aten.view.default(gelu, [-1, 32]);  gelu = None
         t: "f32[8, 4]" = torch.ops.aten.t.default(view)
-        gemm_1: "f32[8, 32]" = torch.ops.tk.gemm.default(t, view_2);  t = view_2 = None
+        gemm_pair = torch.ops.tk.gemm_pair.default(view, primals_4, t, view_1);  primals_4 = t = view_1 = None
+        getitem: "f32[4, 32]" = gemm_pair[0]
+        getitem_1: "f32[8, 32]" = gemm_pair[1];  gemm_pair = None
+        view_2: "f32[4, 32]" = torch.ops.aten.view.default(getitem, [4, 32]);  getitem = None
         sum_1: "f32[8]" = torch.ops.aten.sum.dim_IntList(view, [0]);  view = None
-        gelu_backward: "f32[4, 32]" = torch.ops.aten.gelu_backward.default(view_1, linear);  view_1 = linear = None
+        gelu_backward: "f32[4, 32]" = torch.ops.aten.gelu_backward.default(view_2, linear);  view_2 = linear = None
         view_3: "f32[4, 32]" = torch.ops.aten.view.default(gelu_backward, [-1, 32]);  gelu_backward = None
         view_4: "f32[4, 16]" = torch.ops.aten.view.default(primals_3, [-1, 16]);  primals_3 = None
         t_1: "f32[32, 4]" = torch.ops.aten.t.default(view_3)
-        gemm_2: "f32[32, 16]" = torch.ops.tk.gemm.default(t_1, view_4);  t_1 = view_4 = None
+        gemm: "f32[32, 16]" = torch.ops.tk.gemm.default(t_1, view_4);  t_1 = view_4 = None
         sum_2: "f32[32]" = torch.ops.aten.sum.dim_IntList(view_3, [0]);  view_3 = None
-        return (gemm_2, sum_2, None, gemm_1, sum_1)
+        return (gemm, sum_2, None, getitem_1, sum_1)
 """)
 
 
@@ -301,7 +303,7 @@ def test_activation_checkpointing_matches_stock(compiled):
         assert not torch._dynamo.utils.counters["graph_break"]
         bw = _names(rec.bw[0])
         assert "tk.linear.default" in bw, f"no recomputation in the compiled backward: {bw}"
-        assert "tk.gemm.default" in bw
+        assert "tk.gemm_pair.default" in bw  # dX and dW of each linear side by side
 
 
 # ============================================================================ d. torch.export

@@ -93,6 +93,18 @@ def _ops_checks(mesh):
             _check_dt(out, po, ref, mesh, tol=1e-2)
     run("gemm_bf16_out_fp32", gemm_bf16)
 
+    # gemm_pair: the two products placed independently (each pair of mm_table entries)
+    a1, b1 = torch.randn(K, M, generator=g), torch.randn(M, N + 2, generator=g)
+    ref_mm1 = a1.double() @ b1.double()
+    for k0, (pa0, pb0, po0) in mm_table.items():
+        for k1, (pa1, pb1, po1) in mm_table.items():
+            def f(pa0=pa0, pb0=pb0, po0=po0, pa1=pa1, pb1=pb1, po1=po1):
+                ins = [distribute_tensor(t, mesh, [p]) for t, p in ((a, pa0), (b, pb0), (a1, pa1), (b1, pb1))]
+                c0, c1 = torch.ops.tk.gemm_pair(*ins)
+                _check_dt(c0, po0, ref_mm, mesh)
+                _check_dt(c1, po1, ref_mm1, mesh)
+            run(f"pair_{k0}_{k1}", f)
+
     beta, alpha = 0.5, 2.0
     selfs = {"vec": torch.randn(N, generator=g), "full": torch.randn(M, N, generator=g),
              "row": torch.randn(1, N, generator=g), "col": torch.randn(M, 1, generator=g)}
@@ -231,6 +243,11 @@ def test_gemm_strategies(results):
 def test_addmm_strategies(results):
     names = _assert_ok(results, "addmm_")
     assert len(names) == 16
+
+
+def test_gemm_pair_strategies(results):
+    names = _assert_ok(results, "pair_")
+    assert len(names) == 4 * 4
 
 
 def test_linear_strategies(results):

@@ -1,7 +1,7 @@
 """torch_tk: ThunderKittens-style GEMM kernels as PyTorch custom operators.
 
 Importing this package loads the compiled library ``torch_tk._C`` (which registers
-``torch.ops.tk.gemm``, ``torch.ops.tk.addmm`` and ``torch.ops.tk.linear``) and then the fake
+``torch.ops.tk.gemm``, ``torch.ops.tk.addmm``, ``torch.ops.tk.linear`` and ``torch.ops.tk.gemm_pair``) and then the fake
 (meta) and autograd registrations in :mod:`torch_tk.ops`.
 
 Where the ops run (queryable):
@@ -22,7 +22,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
-from .ops import addmm, gemm, linear  # noqa: E402
+from .ops import addmm, gemm, gemm_pair, linear  # noqa: E402
 from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
 __version__ = "0.1.0"
@@ -87,6 +87,6 @@ def cdna3_available(device=None):
 
 
 __all__ = [
-    "gemm", "addmm", "linear", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
+    "gemm", "addmm", "linear", "gemm_pair", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

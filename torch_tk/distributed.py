@@ -1,4 +1,4 @@
-"""DTensor sharding rules for tk::gemm, tk::addmm and tk::linear (tensor parallelism).
+"""DTensor sharding rules for tk::gemm, tk::addmm, tk::linear and tk::gemm_pair (tensor parallelism).
 
 Importing this module (``import torch_tk`` does) registers, through
 ``torch.distributed.tensor.experimental.register_sharding``, the placements under which each tk op
@@ -20,6 +20,7 @@ linear(input, weight, bias)     R, R, R                      R
                                 S(d), R, R   (d < ndim-1)    S(d)       (batch / leading dims)
                                 R, S(0), S(0)                S(ndim-1)  (column parallel)
                                 S(ndim-1), S(1), Partial     Partial    (row parallel)
+gemm_pair(a0, b0, a1, b1)       each product as gemm, in every combination (backward's dX, dW)
 ==============================  ===========================  ===============================
 
 A replicated bias is never added on every rank of a Partial output: the rule asks for a Partial
@@ -107,7 +108,14 @@ def _rules():
         strategies.append(entry(Partial(), Shard(nd - 1), Shard(1), Partial()))  # row parallel
         return strategies
 
-    return _gemm_sharding, _addmm_sharding, _linear_sharding
+    @register_sharding(torch.ops.tk.gemm_pair.default)
+    def _gemm_pair_sharding(a0, b0, a1, b1):
+        # every combination of the two products' own strategies (the products are independent)
+        return [([o0[0], o1[0]], i0 + i1)
+                for o0, i0 in _mm_strategies(None, a0.shape[0], b0.shape[1])
+                for o1, i1 in _mm_strategies(None, a1.shape[0], b1.shape[1])]
+
+    return _gemm_sharding, _addmm_sharding, _linear_sharding, _gemm_pair_sharding
 
 
 def _register():

@@ -101,6 +101,29 @@ def linear(input, weight, bias=None):
     return _call_op(torch.ops.tk.linear.default, input, weight, bias)
 
 
+def gemm_pair(a0, b0, a1, b1):
+    """Two independent products ``(a0 @ b0, a1 @ b1)``, run side by side on the GPU.
+
+    Each product is exactly what :func:`gemm` computes (same kernels, plans and bits); autograd's
+    backward of :func:`gemm` / :func:`addmm` / :func:`linear` uses it for dX and dW. By default
+    the two run one after the other on the current stream (the longer-K one first). With
+    ``TK_PAIR_STREAMS=1`` (read once; opt-in until measured on a GPU, ``docs/knobs.md``) a
+    Hopper GPU runs the second on a pooled side stream that waits for the current stream's
+    earlier work, and the current stream then waits for it: its CTAs take the SMs that the first
+    product's last wave leaves idle (a persistent GEMM runs one CTA per SM).
+
+    Args:
+        a0, a1: (M_i, K_i) tensors; b0, b1: (K_i, N_i) tensors; each pair as for :func:`gemm`
+            (bfloat16/float16 on the kernels, float32/float64 on the reference); all on one device.
+    Returns:
+        (a0 @ b0, a1 @ b1): new contiguous tensors of the input dtypes.
+    Raises:
+        ValueError: a matrix not 2-D, inner dimensions that differ, operands on different devices.
+        TypeError: unsupported or mismatched dtypes within a product.
+    """
+    return _call_op(torch.ops.tk.gemm_pair.default, a0, b0, a1, b1)
+
+
 # ----------------------------------------------------------------------------------------------
 # Checks shared by the fakes (mirror csrc/ops.cpp so that compiled and eager code raise alike)
 # ----------------------------------------------------------------------------------------------
@@ -165,6 +188,14 @@ def _addmm_fake(self, mat1, mat2, *, beta=1, alpha=1, out_dtype=None):
     return mat1.new_empty((mat1.shape[0], mat2.shape[1]), dtype=out_t)
 
 
+@torch.library.register_fake("tk::gemm_pair")
+def _gemm_pair_fake(a0, b0, a1, b1):
+    t0 = _check_mm(None, a0, b0, None, "tk.gemm_pair", "a0", "b0", "self")
+    t1 = _check_mm(None, a1, b1, None, "tk.gemm_pair", "a1", "b1", "self")
+    torch._check_value(a0.device == a1.device, lambda: f"tk.gemm_pair: `a0` and `a1` must be on the same device, got {a0.device} and {a1.device}")
+    return a0.new_empty((a0.shape[0], b0.shape[1]), dtype=t0), a1.new_empty((a1.shape[0], b1.shape[1]), dtype=t1)
+
+
 @torch.library.register_fake("tk::linear")
 def _linear_fake(input, weight, bias=None):
     _check_linear(input, weight, bias)
@@ -179,14 +210,18 @@ def _gemm_setup(ctx, inputs, keyword_only_inputs, output):
     ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
 
 
+def _mm_grads(a, b, grad, need_a, need_b):
+    """(grad @ b.T, a.T @ grad) of ``a @ b``, each if needed; both at once by tk.gemm_pair."""
+    if need_a and need_b:
+        return _call_op(torch.ops.tk.gemm_pair, grad.to(b.dtype), b.t(), a.t(), grad.to(a.dtype))
+    ga = _call_op(torch.ops.tk.gemm, grad.to(b.dtype), b.t()) if need_a else None
+    gb = _call_op(torch.ops.tk.gemm, a.t(), grad.to(a.dtype)) if need_b else None
+    return ga, gb
+
+
 def _gemm_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    ga = gb = None
-    if ctx.needs_input_grad[0]:
-        ga = _call_op(torch.ops.tk.gemm, grad.to(b.dtype), b.t())
-    if ctx.needs_input_grad[1]:
-        gb = _call_op(torch.ops.tk.gemm, a.t(), grad.to(a.dtype))
-    return ga, gb
+    return _mm_grads(a, b, grad, ctx.needs_input_grad[0], ctx.needs_input_grad[1])
 
 
 torch.library.register_autograd("tk::gemm", _gemm_backward, setup_context=_gemm_setup)
@@ -202,19 +237,36 @@ def _addmm_setup(ctx, inputs, keyword_only_inputs, output):
 
 def _addmm_backward(ctx, grad):
     mat1, mat2 = ctx.saved_tensors
-    gs = g1 = g2 = None
+    gs = None
     if ctx.needs_input_grad[0]:
         gs = (grad * ctx.beta).sum_to_size(ctx.self_shape).to(ctx.self_dtype)
-    if ctx.needs_input_grad[1]:
-        g1 = _call_op(torch.ops.tk.gemm, grad.to(mat2.dtype), mat2.t())
-        g1 = g1 * ctx.alpha if ctx.alpha != 1 else g1
-    if ctx.needs_input_grad[2]:
-        g2 = _call_op(torch.ops.tk.gemm, mat1.t(), grad.to(mat1.dtype))
-        g2 = g2 * ctx.alpha if ctx.alpha != 1 else g2
+    g1, g2 = _mm_grads(mat1, mat2, grad, ctx.needs_input_grad[1], ctx.needs_input_grad[2])
+    if ctx.alpha != 1:
+        g1 = g1 * ctx.alpha if g1 is not None else None
+        g2 = g2 * ctx.alpha if g2 is not None else None
     return gs, g1, g2
 
 
 torch.library.register_autograd("tk::addmm", _addmm_backward, setup_context=_addmm_setup)
+
+
+def _gemm_pair_setup(ctx, inputs, output):
+    a0, b0, a1, b1 = inputs
+    ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no GEMMs on zeros
+    need = ctx.needs_input_grad
+    ctx.save_for_backward(a0 if need[1] else None, b0 if need[0] else None, a1 if need[3] else None,
+                          b1 if need[2] else None)
+
+
+def _gemm_pair_backward(ctx, g0, g1):
+    a0, b0, a1, b1 = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    ga0, gb0 = _mm_grads(a0, b0, g0, need[0], need[1]) if g0 is not None else (None, None)
+    ga1, gb1 = _mm_grads(a1, b1, g1, need[2], need[3]) if g1 is not None else (None, None)
+    return ga0, gb0, ga1, gb1
+
+
+torch.library.register_autograd("tk::gemm_pair", _gemm_pair_backward, setup_context=_gemm_pair_setup)
 
 
 def _linear_setup(ctx, inputs, output):
@@ -229,10 +281,13 @@ def _linear_backward(ctx, grad):
     N = grad.shape[-1]
     g2d = grad.reshape(-1, N)
     gi = gw = gb = None
-    if ctx.needs_input_grad[0]:
+    x2d = input.reshape(-1, input.shape[-1]) if ctx.needs_input_grad[1] else None
+    if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:  # dX and dW side by side
+        gi, gw = _call_op(torch.ops.tk.gemm_pair, g2d.to(weight.dtype), weight, g2d.t().to(x2d.dtype), x2d)
+        gi = gi.reshape(ctx.input_shape)
+    elif ctx.needs_input_grad[0]:
         gi = _call_op(torch.ops.tk.gemm, g2d.to(weight.dtype), weight).reshape(ctx.input_shape)
-    if ctx.needs_input_grad[1]:
-        x2d = input.reshape(-1, input.shape[-1])
+    elif ctx.needs_input_grad[1]:
         gw = _call_op(torch.ops.tk.gemm, g2d.t().to(x2d.dtype), x2d)
     if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
         gb = g2d.sum(0).to(ctx.bias_dtype)
@@ -285,4 +340,10 @@ if not _C.has_cuda_kernels:
 
     _cuda_lib.impl("gemm", _gemm_cuda_ref, "CUDA")
     _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
+    def _gemm_pair_cuda_ref(a0, b0, a1, b1):
+        _gemm_pair_fake(a0, b0, a1, b1)  # the same checks
+        _note_py_fallback(_NO_KERNELS)
+        return _reference_addmm(None, a0, b0, 0, 1, a0.dtype), _reference_addmm(None, a1, b1, 0, 1, a1.dtype)
+
     _cuda_lib.impl("linear", _linear_cuda_ref, "CUDA")
+    _cuda_lib.impl("gemm_pair", _gemm_pair_cuda_ref, "CUDA")

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include <optional>
+#include <tuple>
 
 #include "../ops.h"
 #include "hopper/launch.h"
@@ -50,8 +51,9 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
   return g;
 }
 
-// tk.gemm / tk.addmm / tk.linear running `Backend` (which may decline: then the reference runs).
-template <MatmulBackend Backend>
+// tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend` (which may decline: then the
+// reference runs); `Pair` runs gemm_pair's two products side by side (nullptr: one after the other).
+template <MatmulBackend Backend, PairRunner Pair = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -65,10 +67,15 @@ struct BackendOps {
   static at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
     return linear_core(input, weight, bias, Backend);
   }
+  static std::tuple<at::Tensor, at::Tensor> gemm_pair(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
+                                                      const at::Tensor& b1) {
+    return gemm_pair_core(a0, b0, a1, b1, Backend, Pair);
+  }
   static void register_impls(torch::Library& m) {
     m.impl("gemm", &gemm);
     m.impl("addmm", &addmm);
     m.impl("linear", &linear);
+    m.impl("gemm_pair", &gemm_pair);
   }
 };
 
