@@ -85,3 +85,21 @@ def test_pair_bench_linears_and_cpu_exit(capsys):
     import torch
     if not torch.cuda.is_available():
         assert pb.main([]) == 0 and "no CUDA device" in capsys.readouterr().out
+
+
+def test_pair_schedule_sim_makespans():
+    """scripts/pair_schedule_sim.py's lockstep model: one wave, a part-filled last wave, a static
+    plan, and a second kernel filling the first one's idle SMs."""
+    sim = load_script("scripts/pair_schedule_sim.py", "pair_schedule_sim_under_test")
+    m = sim.makespan
+    assert m([(132, 10, 132, True)]) == 10
+    assert m([(133, 10, 132, True)]) == 20  # one unit past a wave: a second, nearly empty wave
+    assert m([(264, 10, 132, False)]) == 20  # static stride: units b and b + 132
+    # 128 long units leave 4 SMs free: a second kernel of 4 CTAs runs its 12 short units there
+    # (units 0..3, then tickets 4..11); with 132 CTAs, units 4..7 belong to CTAs that start only
+    # when the first kernel's CTAs exit (a CTA's first unit is its block index)
+    assert m([(128, 40, 128, False), (12, 10, 4, True)]) == 40
+    assert m([(128, 40, 128, False), (8, 10, 132, True)]) == 50
+    assert m([(128, 40, 128, False)]) + m([(12, 10, 4, True)]) == 70
+    k = sim.kernel_of({"units": 512, "bm": 128, "bn": 128, "splits": 2, "grid": 132, "dynamic": True}, 4096)
+    assert k == (512, 16.0, 132, True)  # half a 128x256 tile x 32 k tiles per split
