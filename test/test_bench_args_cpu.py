@@ -103,3 +103,19 @@ def test_pair_schedule_sim_makespans():
     assert m([(128, 40, 128, False)]) + m([(12, 10, 4, True)]) == 70
     k = sim.kernel_of({"units": 512, "bm": 128, "bn": 128, "splits": 2, "grid": 132, "dynamic": True}, 4096)
     assert k == (512, 16.0, 132, True)  # half a 128x256 tile x 32 k tiles per split
+
+
+def test_l2_raster_sim_lru_model():
+    """scripts/l2_raster_sim.py: with room for everything each box is read once; with no room every
+    wave re-reads its boxes; the orders are permutations of the tiles."""
+    sim = load_script("scripts/l2_raster_sim.py", "l2_raster_sim_under_test")
+    import torch_tk
+
+    order = sim.row_bands(4, 3, 2, lambda i, tm, tn, g: tuple(torch_tk._C.grouped_tile(i, tm, tn, g)))
+    assert sorted(order) == [(m, n) for m in range(4) for n in range(3)]
+    assert sorted(sim.column_bands(4, 3, 2)) == sorted(order)
+    box_mb = (128 + 256) * 64 * 2 / 1e6  # one A and one B box
+    unique = (4 * 128 * 64 * 2 + 3 * 256 * 64 * 2) * 5 / 1e6  # 4 A and 3 B panels of 5 k tiles
+    assert abs(sim.dram_read_mb(order, 5, 1024) - unique) < 1e-9
+    # two waves of 6 units, an L2 of one box: every access misses
+    assert abs(sim.dram_read_mb(order, 5, 0.01, sms=6) - 12 * 5 * box_mb) < 1e-9
