@@ -8,7 +8,9 @@ k step every running unit reads its A box (128 x 64) and B box (256 x 64) of 2-b
 unit's 128 x 256 output is allocated in the L2 when it ends; one LRU over boxes of `--cap-mb`
 bytes; a missed A / B box is a DRAM read. Orders: the kernels' grouped raster
 (`torch_tk._C.grouped_tile`: bands of g row tiles, down a band then one column right), and, for
-comparison, bands of g column tiles (along a band, then one row down; not in the kernels).
+comparison, bands of g column tiles (along a band, then one row down; not in the kernels, but a
+swap-AB plan's row bands of 2g over C^T sweep the same bands of C's columns with 256 x 128 tiles of
+C: TK_HOPPER_SWAP=1 TK_HOPPER_GROUP_M=2g; pass the swapped shape, NxMxK, to model that).
 
 Calibration (H200, ncu, caches flushed, band 8 unless said; 2026-11-26f): 8192x2048x5632 213.5 MB
 measured, 213 modelled at any capacity >= 25 MB; 8192x5632x2048 153.7 measured (~124 with band

@@ -934,18 +934,6 @@ def test_l2_evict_first_in_child_process(bits):
 
 
 @needs_hopper
-@pytest.mark.parametrize("band", ["-3", "-11"])
-def test_column_band_raster_in_child_process(band):
-    """TK_HOPPER_GROUP_M < 0: unclustered plans walk bands of that many column tiles
-    (kittens::grouped_tile; an A/B option) -- every tile still computed once, by the dynamic and the
-    static schedules, with tails and several units per CTA."""
-    out = _pytest_child({"TK_HOPPER_GROUP_M": band},
-                        "test_gemm_dynamic_schedule or test_gemm_short_k_many_units or test_gemm_grid")
-    m = re.search(r"\b(\d+) passed", out)
-    assert m and int(m.group(1)) >= 300, out[-4000:]
-
-
-@needs_hopper
 def test_fused_split_k_in_child_process():
     out = _pytest_child({"TK_HOPPER_FUSED_SPLIT": "1"}, "test_gemm_fused_split_k", timeout=300)
     assert re.search(r"\b48 passed", out), out[-4000:]

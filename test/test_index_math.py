@@ -604,24 +604,6 @@ def test_grouped_tile_walks_band_rows_first():
     assert order[2 * g * tiles_n: 2 * g * tiles_n + 4] == [(8, 0), (9, 0), (8, 1), (9, 1)]
 
 
-def test_grouped_tile_column_bands():
-    """group_m < 0: bands of -group_m column tiles, walked along the band, then one row down
-    (the rows-first walk with rows and columns exchanged): an independent enumeration."""
-    tiles_m, tiles_n, g = 5, 7, 3
-    want = [(m, n) for b in range(0, tiles_n, g) for m in range(tiles_m) for n in range(b, min(tiles_n, b + g))]
-    got = [tuple(_C.grouped_tile(p, tiles_m, tiles_n, -g)) for p in range(tiles_m * tiles_n)]
-    assert got == want
-    assert got[:4] == [(0, 0), (0, 1), (0, 2), (1, 0)]
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 16))
-def test_grouped_tile_column_bands_property(tiles_m, tiles_n, g):
-    got = [tuple(_C.grouped_tile(p, tiles_m, tiles_n, -g)) for p in range(tiles_m * tiles_n)]
-    assert sorted(got) == list(itertools.product(range(tiles_m), range(tiles_n)))
-    assert got == [tuple(reversed(grouped_raster_ref(p, tiles_n, tiles_m, g))) for p in range(tiles_m * tiles_n)]
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 16))
 def test_grouped_tile_property(tiles_m, tiles_n, group_m):

@@ -167,9 +167,6 @@ def test_hopper_plan_examples():
             ((4096, 4096), (6144, 4096), (4096, 14336), (28672, 4096)))] == [(1, 8), (1, 8), (2, 16), (2, 16)]
     assert (lambda q: (q["cluster"], q["group_m"]))(_C.hopper_plan(8192, 8192, 8192, 132, True, 1)) == (1, 16)
     assert _C.hopper_plan(8192, 8192, 8192, 132, True, 1, 8)["group_m"] == 8
-    # column bands (group_m < 0) are taken by unclustered plans only; a clustered plan keeps its band
-    assert _C.hopper_plan(8192, 5632, 2048, 132, True, 0, -11)["group_m"] == -11
-    assert (lambda q: (q["cluster"], q["group_m"]))(_C.hopper_plan(8192, 8192, 8192, 132, True, 0, -11)) == (2, 16)
     assert _C.hopper_plan(8192, 8192, 8192, 132)["dynamic"]  # 1024 units on 132 CTAs
     assert _C.hopper_plan(1, 4096, 4096, 132, bm64=False) == {"swap_ab": True, "bm": 128, "bn": 64, "splits": 4, "cluster": 1,
                                                   "group_m": 8, "units": 128, "grid": 128, "dynamic": False, "sk_tiles": 0, "sk_parts": 0,

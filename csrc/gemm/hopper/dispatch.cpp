@@ -93,8 +93,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int max_cluster = env_int("TK_HOPPER_CLUSTER", 0, 1, 2);
   // TK_HOPPER_GROUP_M: raster band height in row tiles; unset, the plan's (8, or 16 for
   // long-running plans).
-  // Negative: bands of that many column tiles (unclustered plans; kittens::grouped_tile).
-  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 0, -64, 64);
+  TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 0, 1, 64);
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)

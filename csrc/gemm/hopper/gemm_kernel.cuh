@@ -84,8 +84,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   const int tiles_m = ceil_div(M, L::BM * L::CLUSTER), tiles_n = ceil_div(N, L::BN);
   const int units = tiles_m * tiles_n * splits;
   const int k_tiles = ceil_div(K, L::BK);
-  // raster band, in units (negative: column bands, unclustered plans only: plan.h)
-  const int group = group_m < 0 ? group_m : group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;
+  const int group = group_m / L::CLUSTER > 0 ? group_m / L::CLUSTER : 1;  // raster band, in units
   // The unit grid {tiles_m, tiles_n, units, k_tiles}, read from shared memory where a unit is
   // decoded: in registers across the unit loop they left the early k tiles' packed words, and the
   // one-warpgroup kernels' plain bodies (plain_body.cuh), too few (ptxas spilled them, 20-54 B).

@@ -46,7 +46,7 @@ struct GemmPlan {
   int bn;        // 64, 128, 192 (bn192 below), 256, or 144, 160, 176, 224 (odd_widths), 72, 80 (kTokenWidths)
   int splits;    // >= 1
   int cluster;   // CTAs per cluster: 1 or 2
-  int group_m;   // grouped raster: row tiles per band, or -(column tiles per band) (kittens::grouped_tile)
+  int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
   bool dynamic;  // units handed out by an atomic counter (needs a zeroed int from the caller)
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
   int grid;      // CTAs launched (persistent)
@@ -396,9 +396,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           (max_cluster == 2 ? tiles >= num_sms || p.swap_ab
                                             : max_cluster == 0 && (long_run || (sector_clusters && y_split && tiles >= num_sms)));
   p.cluster = pair_rows || cluster256 || pair128 ? 2 : 1;
-  // group_m < 0 (column bands, kittens::grouped_tile) only without clusters: a cluster's unit
-  // is a pair of row tiles.
-  p.group_m = group_m > 0 || (group_m < 0 && p.cluster == 1) ? group_m : long_run ? kLongRunGroupM : 8;
+  p.group_m = group_m > 0 ? group_m : long_run ? kLongRunGroupM : 8;
   p.units = ((tiles_m + p.cluster - 1) / p.cluster) * (tiles / tiles_m) * p.splits;
   const int64_t slots = std::max(1, num_sms / p.cluster);  // concurrently resident clusters (at most)
   p.grid = static_cast<int>(p.cluster * std::max<int64_t>(1, std::min<int64_t>(p.units, slots)));

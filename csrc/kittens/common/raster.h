@@ -11,19 +11,13 @@ struct TileCoord {
 
 // Grouped raster for L2 reuse: ids walk down a band of `group_m` row tiles, then move one
 // column tile right; the last band may be shorter. A bijection over [0, tiles_m * tiles_n).
-// group_m < 0: bands of -group_m column tiles instead (along a band, then one row tile down),
-// the same walk with rows and columns exchanged (an A/B option: TK_HOPPER_GROUP_M, docs/knobs.md).
 TK_HD TileCoord grouped_tile(int id, int tiles_m, int tiles_n, int group_m) {
-  const bool cols = group_m < 0;
-  const int g = cols ? -group_m : group_m;
-  const int tm = cols ? tiles_n : tiles_m, tn = cols ? tiles_m : tiles_n;
-  const int per_band = g * tn;
+  const int per_band = group_m * tiles_n;
   const int band = id / per_band;
-  const int first = band * g;
-  const int rows = (tm - first) < g ? (tm - first) : g;
+  const int first_m = band * group_m;
+  const int rows = (tiles_m - first_m) < group_m ? (tiles_m - first_m) : group_m;
   const int r = id - band * per_band;
-  const int a = first + r % rows, b = r / rows;
-  return cols ? TileCoord{b, a} : TileCoord{a, b};
+  return TileCoord{first_m + r % rows, r / rows};
 }
 
 }  // namespace kittens
