@@ -12,11 +12,13 @@ comparison, bands of g column tiles (along a band, then one row down; not in the
 swap-AB plan's row bands of 2g over C^T sweep the same bands of C's columns with 256 x 128 tiles of
 C: TK_HOPPER_SWAP=1 TK_HOPPER_GROUP_M=2g; pass the swapped shape, NxMxK, to model that).
 
-Calibration (H200, ncu, caches flushed, band 8 unless said; 2026-11-26f): 8192x2048x5632 213.5 MB
-measured, 213 modelled at any capacity >= 25 MB; 8192x5632x2048 153.7 measured (~124 with band
-16), 165 / 130 modelled at 32 MB and 104 / 126 at 34 MB; 8192x2048x2048 44.7, 42. The real L2 (two
-partitions, not LRU) degrades more smoothly than the model's cliffs at the reuse distance: read
-the model near a cliff as a direction, not a number.
+Calibration (H200, ncu, caches flushed, unclustered, band 8 unless said), measured / modelled at
+32 MB: 8192x8192x8192 NT 1490 / 1493 MB, band 16 ~1250 / 1225 (2026-11-26c); 8192x4096x4096 NN
+382 / 384, band 16 ~292 / 323 (2026-11-26c); 8192x2048x5632 213.5 / 213 (at any capacity >= 25 MB);
+8192x5632x2048 153.7 / 165, band 16 ~124 / 130 (104 / 126 at 34 MB); 8192x2048x2048 44.7 / 42
+(2026-11-26f). The real L2 (two partitions, not LRU) degrades more smoothly than the model's
+cliffs where a reuse distance crosses the capacity: near a cliff (a band whose result jumps
+between 32 and 36 MB) read the model as a direction, not a number.
 """
 import argparse
 import math
