@@ -338,12 +338,12 @@ if not _C.has_cuda_kernels:
         out = _reference_addmm(bias, input.reshape(-1, input.shape[-1]), weight.t(), 1, 1, input.dtype)
         return out.reshape(*input.shape[:-1], weight.shape[0])
 
-    _cuda_lib.impl("gemm", _gemm_cuda_ref, "CUDA")
-    _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
     def _gemm_pair_cuda_ref(a0, b0, a1, b1):
         _gemm_pair_fake(a0, b0, a1, b1)  # the same checks
         _note_py_fallback(_NO_KERNELS)
         return _reference_addmm(None, a0, b0, 0, 1, a0.dtype), _reference_addmm(None, a1, b1, 0, 1, a1.dtype)
 
+    _cuda_lib.impl("gemm", _gemm_cuda_ref, "CUDA")
+    _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
     _cuda_lib.impl("linear", _linear_cuda_ref, "CUDA")
     _cuda_lib.impl("gemm_pair", _gemm_pair_cuda_ref, "CUDA")
