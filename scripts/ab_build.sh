@@ -27,7 +27,7 @@ if [ -n "${AB_DEFINES_C:-}" ]; then build "$AB_DEFINES_C" C; VARIANTS="A B C"; f
 if [ -n "${AB_TESTS:-}" ]; then
   use B  # the last build in place may be C
   # time-boxed (AB_TEST_S, default 150 s), so that a broad selection cannot eat the timing rounds
-  timeout "${AB_TEST_S:-150}" python3 -m pytest -q -x test/test_gpu.py -k "$AB_TESTS" > "$OUT/pytest_B.log" 2>&1
+  timeout "${AB_TEST_S:-150}" python3 -m pytest -q -x test/test_gpu.py test/test_gpu_plans.py test/test_gpu_widths.py test/test_gpu_runtime.py -k "$AB_TESTS" > "$OUT/pytest_B.log" 2>&1
   echo "B tests (rc $?): $(tail -n 1 "$OUT/pytest_B.log")"
 fi
 if [ -n "${AB_SUITE:-}" ]; then sel=(--suite "$AB_SUITE"); else

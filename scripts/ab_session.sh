@@ -11,7 +11,7 @@ t0=$(date +%s)
 (cd abtree && MAX_JOBS=16 python3 setup.py build_ext --inplace > $OUT/build_base.log 2>&1) || { tail -20 $OUT/build_base.log; exit 1; }
 MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 echo builds $(( $(date +%s)-t0 ))s
-[ -n "$AB_SKIP_TESTS" ] || { timeout 150 python3 -m pytest test/test_gpu.py -x -q > $OUT/pytest.log 2>&1; echo "tests rc=$? $(tail -1 $OUT/pytest.log)"; }
+[ -n "$AB_SKIP_TESTS" ] || { timeout 150 python3 -m pytest test/test_gpu.py test/test_gpu_plans.py test/test_gpu_widths.py test/test_gpu_runtime.py -x -q > $OUT/pytest.log 2>&1; echo "tests rc=$? $(tail -1 $OUT/pytest.log)"; }
 S=${AB_SHAPES:-4096x4096x4096,8192x4096x4096,8192x8192x8192,8192x28672x4096,8192x57344x8192,8192x8192x28672}
 for r in $(seq ${AB_ROUNDS:-2}); do for v in base new; do
   P=/tmp/tk_site; [ $v = base ] && P=abtree:/tmp/tk_site

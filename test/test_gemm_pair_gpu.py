@@ -2,7 +2,7 @@
 run in turn on the current stream (the default); test_pair_streams_in_child_process runs the same
 tests with TK_PAIR_STREAMS=1, the second product on a side stream beside the first.
 
-Same standard as test_gpu.py: fresh randn data, a NaN-poisoned allocator, float64 references with
+Same standard as gpu_common.py: fresh randn data, a NaN-poisoned allocator, float64 references with
 relative-norm tolerances, tails; each product must equal tk.gemm's bits (same kernels and plans);
 ordering is checked by using and overwriting the operands' memory on the caller's stream right
 after the call, without a synchronize, and inside a CUDA graph."""
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torch_tk
-from test_gpu import DEV, TOL, KernelWatch, check, needs_hopper, poison_allocator, ref64
+from gpu_common import DEV, TOL, KernelWatch, check, needs_hopper, poison_allocator, ref64
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 

@@ -1,7 +1,7 @@
 """GPU tests of the skinny (decode-shape) kernel: M <= 16 tokens (9..16 by default only in 32-row
 CTAs of 16 warps, one per SM; scripts/gpu_check.sh also runs this file under
 TK_HOPPER_SKINNY_ROWS16=16 and =32, the other CTA shapes), F.linear's layout
-(A row-major, B = weight^T, both K-contiguous). Same standard as test_gpu.py: fresh randn data,
+(A row-major, B = weight^T, both K-contiguous). Same standard as gpu_common.py: fresh randn data,
 NaN-poisoned allocator, two calls bitwise equal, float64 reference with a relative-norm tolerance;
 every case also asserts which Hopper kernel ran: the skinny one up to the limit, the wgmma GEMM
 past it (so both paths are checked on the same shapes)."""
@@ -15,7 +15,7 @@ import torch
 
 import torch_tk
 from conftest import rel_err
-from test_gpu import DEV, FP32_OUT_TOL, LOWP, TOL, KernelWatch, _dt, needs_hopper, ref64, run_poisoned
+from gpu_common import DEV, FP32_OUT_TOL, LOWP, TOL, KernelWatch, _dt, needs_hopper, ref64, run_poisoned
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
