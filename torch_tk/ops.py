@@ -102,7 +102,7 @@ def linear(input, weight, bias=None):
 
 
 def gemm_pair(a0, b0, a1, b1):
-    """Two independent products ``(a0 @ b0, a1 @ b1)``, run side by side on the GPU.
+    """Two independent products ``(a0 @ b0, a1 @ b1)`` in one op (side by side only when opted in).
 
     Each product is exactly what :func:`gemm` computes (same kernels, plans and bits); autograd's
     backward of :func:`gemm` / :func:`addmm` / :func:`linear` uses it for dX and dW. By default
