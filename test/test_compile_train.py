@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import io
-import re
 
 import pytest
 import torch
