@@ -100,8 +100,7 @@ def backend_plan(torch_cuda, torch_hip, cuda_home, rocm_home, env, cxx_std):
         if env.get("TORCH_CUDA_ARCH_LIST"):
             arch += [f for f in cpp_extension._get_cuda_arch_flags() if "compute_90a" not in f]
         srcs = ["csrc/gemm/hopper/dispatch.cpp", "csrc/gemm/hopper/launch.cu", "csrc/gemm/hopper/pad_copy.cu",
-                "csrc/gemm/hopper/ticket_counter.cpp", "csrc/gemm/hopper/pair_streams.cpp",
-                "csrc/gemm/hopper/skinny.cu"]
+                "csrc/gemm/hopper/ticket_counter.cpp", "csrc/gemm/hopper/skinny.cu"]
         srcs += sorted(str(p) for p in pathlib.Path(here, "csrc/gemm/hopper").glob("launch_inst_*.cu"))
         return {"backend": "hopper", "sources": [os.path.relpath(p, here) for p in srcs],
                 "define": [("TK_WITH_CUDA", "1")],

@@ -18,9 +18,6 @@ namespace tk {
 bool hopper_available(int device);
 hopper::GemmPlan hopper_dispatch_plan(int M, int N, int K, int device, bool out_fp32, bool a_mn, bool b_mn);
 const char* hopper_store_variant();
-namespace hopper {
-bool pair_streams_enabled();
-}
 #endif
 #ifdef TK_WITH_HIP
 bool cdna3_available(int device);
@@ -77,17 +74,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("hopper_store_variant", &tk::hopper_store_variant,
         "The 16-bit epilogue's store variant this process uses: 'deferred' (default), 'tma', 'copy' or 'stmatrix' "
         "(TK_HOPPER_STORE, read once).");
-  m.def("pair_streams", &tk::hopper::pair_streams_enabled,
-        "Whether tk.gemm_pair runs its two products on two streams in this process (TK_PAIR_STREAMS=1, read "
-        "once; opt-in) rather than in turn on the current stream.");
 #elif defined(TK_WITH_HIP)
   m.attr("has_cuda_kernels") = true;  // ROCm torch: the CDNA3 kernel under the CUDA dispatch key
   m.def("hopper_available", [](int) { return false; }, py::arg("device"));
-  m.def("pair_streams", []() { return false; });
 #else
   m.attr("has_cuda_kernels") = false;
   m.def("hopper_available", [](int) { return false; }, py::arg("device"));
-  m.def("pair_streams", []() { return false; });
 #endif
 #ifdef TK_WITH_HIP
   m.def("cdna3_available", &tk::cdna3_available, py::arg("device"));

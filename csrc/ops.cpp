@@ -108,28 +108,16 @@ at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a
 }
 
 std::tuple<at::Tensor, at::Tensor> gemm_pair_core(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
-                                                  const at::Tensor& b1, MatmulBackend backend, PairRunner pair) {
+                                                  const at::Tensor& b1, MatmulBackend backend) {
   static const ArgNames n0{"tk.gemm_pair", "a0", "b0", "self"}, n1{"tk.gemm_pair", "a1", "b1", "self"};
-  // Both products are checked and their outputs allocated on the caller's stream before either
-  // runs: a bad second product raises before the first is launched, and the outputs belong to the
-  // caller's stream (the side stream only writes them, ordered before the caller's next work).
+  // Both products are checked before either runs: a bad second product raises before the first
+  // is launched.
   Product p0 = prepare_product(std::nullopt, a0, b0, 0, 1, std::nullopt, n0, {});
   Product p1 = prepare_product(std::nullopt, a1, b1, 0, 1, std::nullopt, n1, {});
   TORCH_CHECK_VALUE(a0.device() == a1.device(), "tk.gemm_pair: `a0` and `a1` must be on the same device, got ",
                     a0.device(), " and ", a1.device());
-  // The product with the longer K (its units take longest) is launched first: the other fills
-  // the SMs the first one's last wave leaves idle.
-  const bool swap = a1.size(1) > a0.size(1);
-  Product& pf = swap ? p1 : p0;
-  Product& ps = swap ? p0 : p1;
-  const at::Tensor &af = swap ? a1 : a0, &bf = swap ? b1 : b0, &as = swap ? a0 : a1, &bs = swap ? b0 : b1;
-  const auto first = [&]() { run_product(pf, af, bf, backend); };
-  const auto second = [&]() { run_product(ps, as, bs, backend); };
-  const bool both = pf.out.numel() > 0 && ps.out.numel() > 0;
-  if (!(both && pair != nullptr && pair(a0.get_device(), first, second))) {
-    first();
-    second();
-  }
+  run_product(p0, a0, b0, backend);
+  run_product(p1, a1, b1, backend);
   return {p0.result, p1.result};
 }
 
@@ -173,7 +161,7 @@ at::Tensor linear_cpu(const at::Tensor& input, const at::Tensor& weight, const s
 
 std::tuple<at::Tensor, at::Tensor> gemm_pair_cpu(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
                                                  const at::Tensor& b1) {
-  return gemm_pair_core(a0, b0, a1, b1, nullptr, nullptr);
+  return gemm_pair_core(a0, b0, a1, b1, nullptr);
 }
 
 }  // namespace

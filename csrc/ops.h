@@ -2,7 +2,6 @@
 // matmul, and the hook through which a device backend (the Hopper kernel) takes the work.
 #pragma once
 #include <ATen/ATen.h>
-#include <functional>
 #include <optional>
 #include <tuple>
 
@@ -40,20 +39,15 @@ Product prepare_product(const std::optional<at::Tensor>& self, const at::Tensor&
 // Fills p.out on the current stream: `backend`, or the reference if it declines.
 void run_product(Product& p, const at::Tensor& a, const at::Tensor& b, MatmulBackend backend);
 
-// Runs `first` on the current stream and `second` beside it (a side stream of `device` joined back
-// to the current one) and returns true, or returns false without running either (the caller then
-// runs both in turn).
-using PairRunner = bool (*)(int device, const std::function<void()>& first, const std::function<void()>& second);
-
 // prepare_product + run_product: alpha * a @ b + beta * self in a new tensor.
 at::Tensor addmm_core(const std::optional<at::Tensor>& self, const at::Tensor& a, const at::Tensor& b,
                       const at::Scalar& beta, const at::Scalar& alpha, std::optional<at::ScalarType> out_dtype,
                       const ArgNames& names, MatmulBackend backend, at::IntArrayRef out_shape = {});
 
-// tk.gemm_pair: (a0 @ b0, a1 @ b1), two independent products, run side by side through `pair`
-// when it takes them (the one with the longer K first), else one after the other.
+// tk.gemm_pair: (a0 @ b0, a1 @ b1), two independent products, one after the other on the current
+// stream (side by side on two streams measured slower in bench_model: benchmarks/NOTES.md 2026-12-05b).
 std::tuple<at::Tensor, at::Tensor> gemm_pair_core(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
-                                                  const at::Tensor& b1, MatmulBackend backend, PairRunner pair);
+                                                  const at::Tensor& b1, MatmulBackend backend);
 
 at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        MatmulBackend backend);

@@ -118,8 +118,6 @@ if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   # The skinny suite again with the L2 flushed clean before each call (bench_gemm.py --l2): the
   # default memset flush leaves dirty lines that slow cuBLAS's weight streaming more than ours.
   python3 benchmarks/bench_gemm.py --suite skinny --l2 clean > "$OUT/bench_clean.log" 2>&1 || echo "bench clean rc=$?"
-  # bench_model's backward GEMM pairs (dX beside dW): torch.mm twice, tk.gemm twice, tk.gemm_pair on two streams
-  TK_PAIR_STREAMS=1 python3 benchmarks/pair_bench.py > "$OUT/pair_bench.log" 2>&1 || echo "pair bench rc=$?"
 fi
 demo_rc=0
 [ "$MODE" != sanitize ] && [ "$MODE" != perf ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
@@ -134,5 +132,4 @@ echo "sanitizer:$san"; [ -f "$OUT/sanitizer.log" ] && grep -E "ERROR SUMMARY|RAC
 [ -f "$OUT/demo.log" ] && { echo "--- demo (rc=$demo_rc)"; tail -n 8 "$OUT/demo.log"; }
 [ -f "$OUT/bench.log" ] && { echo "--- bench"; tail -n 70 "$OUT/bench.log"; }
 [ -f "$OUT/bench_clean.log" ] && { echo "--- skinny, L2 flushed clean"; tail -n 1 "$OUT/bench_clean.log"; }
-[ -f "$OUT/pair_bench.log" ] && { echo "--- backward pairs (pair_bench.py, TK_PAIR_STREAMS=1)"; tail -n 5 "$OUT/pair_bench.log"; }
 exit $tests_rc

@@ -73,38 +73,6 @@ def test_l2_flush_rejects_unknown_states_by_name():
     assert callable(l2.l2_flush("dirty", device="cpu"))
 
 
-def test_pair_bench_linears_and_cpu_exit(capsys):
-    """benchmarks/pair_bench.py: --linears parsing (bench_model's three linears by default), an error
-    naming --linears for a bad entry, and a clean exit without a GPU."""
-    pb = load_script("benchmarks/pair_bench.py", "pair_bench_under_test")
-    assert pb.parse_args([]).linears == [(8192, 2048, 2048), (8192, 2048, 5632), (8192, 5632, 2048)]
-    assert pb.parse_linears("300:1030:4096") == [(300, 1030, 4096)]
-    for bad in ("8:2", "8:2:x", "8:0:4"):
-        with pytest.raises(ValueError, match="--linears"):
-            pb.parse_linears(bad)
-    import torch
-    if not torch.cuda.is_available():
-        assert pb.main([]) == 0 and "no CUDA device" in capsys.readouterr().out
-
-
-def test_pair_schedule_sim_makespans():
-    """scripts/pair_schedule_sim.py's lockstep model: one wave, a part-filled last wave, a static
-    plan, and a second kernel filling the first one's idle SMs."""
-    sim = load_script("scripts/pair_schedule_sim.py", "pair_schedule_sim_under_test")
-    m = sim.makespan
-    assert m([(132, 10, 132, True)]) == 10
-    assert m([(133, 10, 132, True)]) == 20  # one unit past a wave: a second, nearly empty wave
-    assert m([(264, 10, 132, False)]) == 20  # static stride: units b and b + 132
-    # 128 long units leave 4 SMs free: a second kernel of 4 CTAs runs its 12 short units there
-    # (units 0..3, then tickets 4..11); with 132 CTAs, units 4..7 belong to CTAs that start only
-    # when the first kernel's CTAs exit (a CTA's first unit is its block index)
-    assert m([(128, 40, 128, False), (12, 10, 4, True)]) == 40
-    assert m([(128, 40, 128, False), (8, 10, 132, True)]) == 50
-    assert m([(128, 40, 128, False)]) + m([(12, 10, 4, True)]) == 70
-    k = sim.kernel_of({"units": 512, "bm": 128, "bn": 128, "splits": 2, "grid": 132, "dynamic": True}, 4096)
-    assert k == (512, 16.0, 132, True)  # half a 128x256 tile x 32 k tiles per split
-
-
 def test_l2_raster_sim_lru_model():
     """scripts/l2_raster_sim.py: with room for everything each box is read once; with no room every
     wave re-reads its boxes; the orders are permutations of the tiles."""

@@ -1,7 +1,7 @@
 """tk.gemm_pair on the CPU reference: two independent products in one op (autograd's dX and dW).
 
 Fresh randn data, float64 references with relative-norm tolerances, tails (sizes that are not
-tile multiples), the longer-K-first order (results still in argument order), argument errors
+tile multiples), either K the longer (results in argument order), argument errors
 naming the argument, the fake implementation under torch.compile, autograd, autocast."""
 import pytest
 import torch
@@ -9,7 +9,7 @@ import torch
 import torch_tk
 from conftest import CPU_TOL, assert_close_rel, counter_delta, counters, make_matrix, names_argument, ref_mm
 
-# (M0, K0, N0, M1, K1, N1): K0 > K1, K0 < K1 (the op swaps the order it runs them in), equal K,
+# (M0, K0, N0, M1, K1, N1): K0 > K1, K0 < K1, equal K,
 # and the shapes of a linear's backward (dX = grad @ W, dW = grad^T @ X) with tails.
 PAIRS = [(33, 65, 17, 7, 3, 9), (5, 2, 130, 129, 257, 6), (64, 64, 64, 64, 64, 64), (70, 48, 24, 48, 70, 24)]
 

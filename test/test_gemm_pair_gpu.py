@@ -1,15 +1,10 @@
-"""GPU tests of tk.gemm_pair (autograd's dX and dW in one op): in this process the two products
-run in turn on the current stream (the default); test_pair_streams_in_child_process runs the same
-tests with TK_PAIR_STREAMS=1, the second product on a side stream beside the first.
+"""GPU tests of tk.gemm_pair (autograd's dX and dW in one op; its two products run in turn on the
+current stream).
 
 Same standard as gpu_common.py: fresh randn data, a NaN-poisoned allocator, float64 references with
 relative-norm tolerances, tails; each product must equal tk.gemm's bits (same kernels and plans);
 ordering is checked by using and overwriting the operands' memory on the caller's stream right
 after the call, without a synchronize, and inside a CUDA graph."""
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -31,10 +26,6 @@ def _operands(T, IN, OUT, dtype):
     w = torch.randn(OUT, IN, device=DEV, dtype=dtype)
     x = torch.randn(T, IN, device=DEV, dtype=dtype)
     return grad, w, x
-
-
-def test_pair_streams_mode_matches_env():
-    assert torch_tk._C.pair_streams() == (os.environ.get("TK_PAIR_STREAMS") == "1" and torch_tk.hopper_available())
 
 
 @needs_hopper
@@ -108,15 +99,3 @@ def test_linear_backward_through_the_pair(shape):
     kw.assert_hopper(3)
     check(x.grad, ref64(g, w), TOL[torch.bfloat16], "dX")
     check(w.grad, ref64(g.t(), x), TOL[torch.bfloat16], "dW")
-
-
-@needs_hopper
-def test_pair_streams_in_child_process():
-    if os.environ.get("TK_PAIR_STREAMS") == "1":
-        pytest.skip("already the child")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.abspath(__file__),
-                        "-k", "not child_process"], env=dict(os.environ, TK_PAIR_STREAMS="1"), capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0 and "failed" not in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
-    m = re.search(r"\b(\d+) passed", r.stdout)
-    assert m and int(m.group(1)) >= 2 * len(LINEARS) + 5, r.stdout[-4000:]

@@ -102,15 +102,13 @@ def linear(input, weight, bias=None):
 
 
 def gemm_pair(a0, b0, a1, b1):
-    """Two independent products ``(a0 @ b0, a1 @ b1)`` in one op (side by side only when opted in).
+    """Two independent products ``(a0 @ b0, a1 @ b1)`` in one op, one after the other.
 
     Each product is exactly what :func:`gemm` computes (same kernels, plans and bits); autograd's
-    backward of :func:`gemm` / :func:`addmm` / :func:`linear` uses it for dX and dW. By default
-    the two run one after the other on the current stream (the longer-K one first). With
-    ``TK_PAIR_STREAMS=1`` (read once; opt-in until measured on a GPU, ``docs/knobs.md``) a
-    Hopper GPU runs the second on a pooled side stream that waits for the current stream's
-    earlier work, and the current stream then waits for it: its CTAs take the SMs that the first
-    product's last wave leaves idle (a persistent GEMM runs one CTA per SM).
+    backward of :func:`gemm` / :func:`addmm` / :func:`linear` uses it for dX and dW (one
+    dispatcher call and one graph node instead of two). Both are checked before either runs, and
+    they run in argument order on the current stream. (Running the second on a side stream beside
+    the first was measured slower inside bench_model, 2026-12-05b, and removed.)
 
     Args:
         a0, a1: (M_i, K_i) tensors; b0, b1: (K_i, N_i) tensors; each pair as for :func:`gemm`

@@ -52,8 +52,8 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 }
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend` (which may decline: then the
-// reference runs); `Pair` runs gemm_pair's two products side by side (nullptr: one after the other).
-template <MatmulBackend Backend, PairRunner Pair = nullptr>
+// reference runs).
+template <MatmulBackend Backend>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -69,7 +69,7 @@ struct BackendOps {
   }
   static std::tuple<at::Tensor, at::Tensor> gemm_pair(const at::Tensor& a0, const at::Tensor& b0, const at::Tensor& a1,
                                                       const at::Tensor& b1) {
-    return gemm_pair_core(a0, b0, a1, b1, Backend, Pair);
+    return gemm_pair_core(a0, b0, a1, b1, Backend);
   }
   static void register_impls(torch::Library& m) {
     m.impl("gemm", &gemm);

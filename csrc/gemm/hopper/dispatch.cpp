@@ -21,7 +21,6 @@
 #include "../operand.h"
 #include "kernel_variants.h"
 #include "launch.h"
-#include "pair_streams.h"
 #include "ticket_counter.h"
 
 namespace tk {
@@ -287,6 +286,4 @@ const char* hopper_store_variant() {
 
 }  // namespace tk
 
-TORCH_LIBRARY_IMPL(tk, CUDA, m) {
-  tk::BackendOps<&tk::hopper_backend, &tk::hopper::run_pair_on_two_streams>::register_impls(m);
-}
+TORCH_LIBRARY_IMPL(tk, CUDA, m) { tk::BackendOps<&tk::hopper_backend>::register_impls(m); }
