@@ -36,8 +36,6 @@ def main():
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--fuse-siblings", action="store_true",
-                   help="patch_linear(fuse_siblings=True): q/k/v and gate/up as one tk.linear_group GEMM each")
     p.add_argument("--profile", action="store_true",
                    help="after timing, profile one step of each model and print GPU time per kernel class")
     args = p.parse_args()
@@ -51,7 +49,7 @@ def main():
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
-    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_siblings=args.fuse_siblings)
+    patched = torch_tk.patch_linear(copy.deepcopy(stock))
     report = torch_tk.patch_report(patched)
     models = {"stock": torch.compile(stock), "tk": torch.compile(patched)}
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
@@ -71,10 +69,8 @@ def main():
                 prm.grad = None
     compile_s = time.time() - t0
     torch_tk.reset_kernel_counters()
-    torch_tk.reset_group_counters()
     step(models["tk"])
     counters = torch_tk.kernel_counters()
-    group_calls = torch_tk.group_counters()
     ms = {k: [] for k in models}
     sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
     for r in range(args.rounds):
@@ -101,8 +97,7 @@ def main():
     result = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "config": vars(args),
         "patched_layers": len(report["patched"]), "skipped": report["skipped"],
-        "tk_calls_per_step": counters, "fused_groups": report["fused_groups"], "fusion_stats": torch_tk.fusion_stats(),
-        "linear_group_calls_per_step": group_calls, "first_losses": losses, "compile_and_warmup_s": compile_s,
+        "tk_calls_per_step": counters, "first_losses": losses, "compile_and_warmup_s": compile_s,
         "step_ms_rounds": ms, "step_ms_median": med, "tokens_per_s": tps, "ratio_tk_over_stock": tps["tk"] / tps["stock"],
         "gpu_sampler": "nvidia-smi -lms 20 (benchmarks/gpu_sampler.py)" if sampler.enabled else "off",
         "clocks": clocks,
@@ -116,9 +111,6 @@ def main():
     print(f"bench_model: {torch.cuda.get_device_name()}, {args.layers} layers, hidden {args.hidden}, "
           f"intermediate {args.intermediate}, batch {args.batch} x seq {args.seq}, bf16, torch.compile")
     print(f"patched {len(report['patched'])} linears (skipped: {list(report['skipped'])}); tk calls per step {counters}")
-    if args.fuse_siblings:
-        print(f"sibling fusion: {len(report['fused_groups'])} packed groups, pass {torch_tk.fusion_stats()}, "
-              f"linear_group calls per step {group_calls}")
     print(f"loss after warm-up: stock {losses['stock']:.4f}  tk {losses['tk']:.4f}")
     print(f"{'model':<8}{'step ms':>10}{'tokens/s':>12}{'SM MHz':>9}{'W':>6}{'J/step':>8}{'samples':>9}")
     for k in models:

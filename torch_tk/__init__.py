@@ -2,8 +2,7 @@
 
 Importing this package loads the compiled library ``torch_tk._C`` (which registers
 ``torch.ops.tk.gemm``, ``torch.ops.tk.addmm``, ``torch.ops.tk.linear`` and ``torch.ops.tk.gemm_pair``) and then the fake
-(meta) and autograd registrations in :mod:`torch_tk.ops`; :mod:`torch_tk.group` adds
-``torch.ops.tk.linear_group`` (sibling linears as one GEMM, used by :mod:`torch_tk.fusion`).
+(meta) and autograd registrations in :mod:`torch_tk.ops`.
 
 Where the ops run (queryable):
   * CPU tensors: fp32-accumulate reference (``kernel_counters()["cpu"]``).
@@ -24,8 +23,6 @@ except ImportError as e:  # pragma: no cover - depends on the install
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
 from .ops import addmm, gemm, gemm_pair, linear  # noqa: E402
-from .group import group_counters, linear_group, reset_group_counters  # noqa: E402
-from .fusion import fusion_stats  # noqa: E402
 from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
 __version__ = "0.1.0"
@@ -91,6 +88,5 @@ def cdna3_available(device=None):
 
 __all__ = [
     "gemm", "addmm", "linear", "gemm_pair", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
-    "linear_group", "group_counters", "reset_group_counters", "fusion_stats",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

@@ -113,7 +113,7 @@ def _skip_reason(m, fqn, *, tied, output_fqns, include, exclude, filter_fn):
 
 
 def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_head=True, skip_tied=True,
-                 include_subclasses=False, dry_run=False, strict=False, fuse_siblings=False):
+                 include_subclasses=False, dry_run=False, strict=False):
     """Makes the linear layers of ``model`` run on ``torch.ops.tk.linear`` (in place, idempotent).
 
     Args:
@@ -128,16 +128,9 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         include_subclasses: also patch subclasses of nn.Linear (off: their forward may differ).
         dry_run: change nothing; the report says what would be patched.
         strict: raise RuntimeError when nothing was patched.
-        fuse_siblings: also store back to back the weights of the patched linears that one module
-            owns directly and that agree in in_features, dtype, device and bias (q/k/v/o; gate/up),
-            and install torch_tk's pre-grad Inductor pass (global), which turns the tk.linear
-            calls of a compiled graph that share an input into one ``tk.linear_group`` GEMM
-            (:mod:`torch_tk.fusion`; eager calls are unchanged). Do it after moving the model to
-            its device and dtype: ``.to()`` breaks the packing (the group then copies its
-            weights per call, warned once).
     Returns:
         ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
-        "bypassed": {fqn: reason}, "fused_groups": [[fqn]]}; "bypassed" lists layers whose forward never runs (the
+        "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
         ``out_proj`` of nn.MultiheadAttention, whose weight is used by the fused functional).
     Skipped by default: output projection, tied weights, non-floating weights, unsupported
     devices, instances whose forward another library replaced, nn.Linear subclasses. GPT-2 style
@@ -193,12 +186,6 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
     if strict and not report["patched"]:
         raise RuntimeError(f"torch_tk.patch_linear(strict=True): nothing was patched; skipped: {report['skipped']}")
     report["dry_run"] = dry_run
-    report["fused_groups"] = []
-    if fuse_siblings and not dry_run:
-        from . import fusion
-        mods = dict(model.named_modules(remove_duplicate=False))
-        report["fused_groups"] = fusion.pack_siblings(model, [mods[f] for f in report["patched"] if f in mods])
-        fusion.install()
     _reports[model] = report
     log.info("torch_tk.patch_linear%s: %d patched, %d skipped, %d bypassed", " (dry run)" if dry_run else "",
              len(report["patched"]), len(report["skipped"]), len(report["bypassed"]))
@@ -217,4 +204,4 @@ def unpatch_linear(model):
 
 def patch_report(model):
     """The last :func:`patch_linear` report for ``model`` (empty lists/dicts if never patched)."""
-    return _reports.get(model, {"patched": [], "skipped": {}, "bypassed": {}, "fused_groups": []})
+    return _reports.get(model, {"patched": [], "skipped": {}, "bypassed": {}})
