@@ -179,7 +179,7 @@ def profile_step(step, m, steps):
 
 
 def merge_profiles(runs):
-    """Mean over profiled runs: kernel classes, busy time, the ten longest kernels, GEMMs by shape."""
+    """Mean over profiled runs: kernel classes, busy time, the 80 longest kernels (JSON), GEMMs by shape."""
     per_kernel, per_gemm = {}, {}
     for pk, pg in runs:
         for d, src in ((per_kernel, pk), (per_gemm, pg)):
@@ -192,7 +192,7 @@ def merge_profiles(runs):
         low = name.lower()
         cls = next((c for c, keys in CLASSES if any(k in low for k in keys)), "other")
         classes[cls] += t
-    top = sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:10]
+    top = sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:80]  # printed: the first 10
     gemms = [["x".join(map(str, k)), n, t] for k, (n, t) in sorted(per_gemm.items())]
     return {"busy": sum(classes.values()), "classes": classes, "top": [[n, c, t] for n, (c, t) in top],
             "gemms": gemms}
@@ -216,7 +216,7 @@ def print_profile(prof):
         print(f"  {mnk:<18}{cols}  stock/tk {ratio:.3f}")
     for n in names:
         print(f"longest kernels ({n}): count, total us")
-        for name, cnt, t in prof[n]["top"]:
+        for name, cnt, t in prof[n]["top"][:10]:
             print(f"  {cnt:>4.0f} {t:>9.0f}  {name}")
 
 
