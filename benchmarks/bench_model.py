@@ -72,18 +72,21 @@ def main():
     step(models["tk"])
     counters = torch_tk.kernel_counters()
     ms = {k: [] for k in models}
+    windows = {k: [] for k in models}
     sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
     for r in range(args.rounds):
         order = list(models) if r % 2 == 0 else list(reversed(list(models)))
         for name in order:
             m = models[name]
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.time()
             with sampler.window(name):
                 s.record()
                 for _ in range(args.steps):
                     step(m)
                 e.record()
                 e.synchronize()
+            windows[name].append((t0, time.time()))  # wall-clock, to match other samplers' logs
             ms[name].append(s.elapsed_time(e) / args.steps)
             for prm in m.parameters():
                 prm.grad = None
@@ -98,7 +101,7 @@ def main():
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "config": vars(args),
         "patched_layers": len(report["patched"]), "skipped": report["skipped"],
         "tk_calls_per_step": counters, "first_losses": losses, "compile_and_warmup_s": compile_s,
-        "step_ms_rounds": ms, "step_ms_median": med, "tokens_per_s": tps, "ratio_tk_over_stock": tps["tk"] / tps["stock"],
+        "step_ms_rounds": ms, "round_windows_s": windows, "step_ms_median": med, "tokens_per_s": tps, "ratio_tk_over_stock": tps["tk"] / tps["stock"],
         "gpu_sampler": "nvidia-smi -lms 20 (benchmarks/gpu_sampler.py)" if sampler.enabled else "off",
         "clocks": clocks,
     }
