@@ -15,6 +15,10 @@ for v in ${AB_VARIANTS:?AB_VARIANTS: space list of LIB:SETTING}; do
   lib=${v%%:*}
   [ "$(cat ".devso/$lib.torch")" = "$have" ] || { echo "ab_devso: $lib was built against another torch"; exit 1; }
   gzip -dc ".devso/$lib.so.gz" > "/tmp/tk_lib_$lib.so"  # always: a warm machine may hold an older build of that name
+  # A library older than this tree's Python may lack an op that torch_tk/ops.py registers (2026-12-05c:
+  # d25 / d27 predated tk.gemm_pair): stop here rather than time nothing.
+  cp "/tmp/tk_lib_$lib.so" "$so"
+  python3 -c "import torch_tk" 2>/dev/null || { echo "ab_devso: $lib does not load with this tree's torch_tk (built from older sources?): rebuild it"; exit 1; }
 done
 for r in $(seq "${AB_ROUNDS:-2}"); do
   for v in $AB_VARIANTS; do
