@@ -76,21 +76,18 @@ def main():
     step(models["tk"])
     counters = torch_tk.kernel_counters()
     ms = {k: [] for k in models}
-    windows = {k: [] for k in models}
     sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
     for r in range(args.rounds):
         order = list(models) if r % 2 == 0 else list(reversed(list(models)))
         for name in order:
             m = models[name]
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0 = time.time()
             with sampler.window(name):
                 s.record()
                 for _ in range(args.steps):
                     step(m)
                 e.record()
                 e.synchronize()
-            windows[name].append((t0, time.time()))  # wall-clock, to match other samplers' logs
             ms[name].append(s.elapsed_time(e) / args.steps)
             for prm in m.parameters():
                 prm.grad = None
@@ -101,6 +98,8 @@ def main():
     clocks = {k: sampler.means(k) for k in models}
     for k, c in clocks.items():  # mean power x median step time
         c["joules_per_step"] = c["watts"] * med[k] * 1e-3 if c["watts"] is not None else None
+    # each timed round's wall-clock span per model (benchmarks/clock_reasons.py matches other logs to it)
+    windows = {k: [(a, b) for n, a, b in sampler.windows if n == k] for k in models}
     result = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "config": vars(args),
         "patched_layers": len(report["patched"]), "skipped": report["skipped"],

@@ -12,9 +12,12 @@ Reason bits: NVML's nvmlClocksEventReasons (nvml.h; nvidia-smi's clocks_event_re
 mask in hex): 0x1 GPU idle, 0x2 applications clocks setting, 0x4 SW power cap, 0x8 HW slowdown,
 0x10 sync boost, 0x20 SW thermal slowdown, 0x40 HW thermal slowdown, 0x80 HW power brake.
 """
-import datetime
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gpu_sampler, also when loaded by path
+from gpu_sampler import parse_timestamp  # noqa: E402
 
 REASONS = ((0x1, "idle"), (0x2, "app clocks"), (0x4, "SW power cap"), (0x8, "HW slowdown"), (0x10, "sync boost"),
            (0x20, "SW thermal"), (0x40, "HW thermal"), (0x80, "HW power brake"))
@@ -26,8 +29,7 @@ def parse(line):
     if len(parts) != 4:
         return None
     try:
-        t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-        return t, float(parts[1]), float(parts[2]), int(parts[3], 16)
+        return parse_timestamp(parts[0]), float(parts[1]), float(parts[2]), int(parts[3], 16)
     except ValueError:
         return None
 

@@ -30,6 +30,11 @@ import time
 FIELDS = ("sm_mhz", "watts", "temp_c")
 
 
+def parse_timestamp(text: str) -> float:
+    """nvidia-smi's timestamp field ('2026/12/05 05:20:01.123') -> epoch seconds; ValueError if not one."""
+    return datetime.datetime.strptime(text, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+
+
 def parse_line(line: str):
     """One nvidia-smi CSV line (noheader, nounits) -> (epoch seconds, MHz, W, C), or None if it does
     not parse (e.g. '[N/A]' readings)."""
@@ -37,8 +42,7 @@ def parse_line(line: str):
     if len(parts) != 4:
         return None
     try:
-        t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-        return (t, float(parts[1]), float(parts[2]), float(parts[3]))
+        return (parse_timestamp(parts[0]), float(parts[1]), float(parts[2]), float(parts[3]))
     except ValueError:
         return None
 
