@@ -186,7 +186,7 @@ PYBIND11_MODULE(_C, m) {
          int fill_narrow_max_k_tiles, bool allow_dynamic, int stream_k, bool fuse_split, bool bm64,
          int stream_k_fill, int one_wg, int bn192, int unswap128, std::optional<std::tuple<bool, int, int, int, int>> tile,
          int odd_widths, int odd_layouts, int mid64, std::optional<bool> out_tma,
-         std::optional<int> split_sectors, int sector_clusters) {
+         std::optional<int> split_sectors, int sector_clusters, int band_rule) {
         std::optional<tk::hopper::TileChoice> t;
         if (tile) t = tk::hopper::TileChoice{std::get<0>(*tile), std::get<1>(*tile), std::get<2>(*tile),
                                              std::get<3>(*tile), std::get<4>(*tile)};
@@ -195,7 +195,8 @@ PYBIND11_MODULE(_C, m) {
                                                bm64, 0, -1, stream_k_fill, false, one_wg, bn192, unswap128,
                                                t ? &*t : nullptr, odd_widths, odd_layouts, mid64,
                                                out_tma.value_or(tk::hopper::output_tma_storable(N, all_widths)),
-                                               split_sectors.value_or(tk::hopper::split_sectors_nt(K)), sector_clusters));
+                                               split_sectors.value_or(tk::hopper::split_sectors_nt(K)), sector_clusters,
+                                               band_rule));
       },
       py::arg("M"), py::arg("N"), py::arg("K"), py::arg("sms"), py::arg("all_widths") = true, py::arg("max_cluster") = 0, py::arg("group_m") = 0,
       py::arg("min_split_k_tiles") = 4, py::arg("fill_narrow_max_k_tiles") = tk::hopper::kFillNarrowMaxKTiles,
@@ -205,11 +206,21 @@ PYBIND11_MODULE(_C, m) {
       py::arg("unswap128") = tk::hopper::kUnswapOneWave128, py::arg("tile") = py::none(),
       py::arg("odd_widths") = tk::hopper::kOddWidths, py::arg("odd_layouts") = 3,
       py::arg("mid64") = tk::hopper::kMid64, py::arg("out_tma") = py::none(), py::arg("split_sectors") = py::none(),
-      py::arg("sector_clusters") = tk::hopper::kSplitSectorClusters,
+      py::arg("sector_clusters") = tk::hopper::kSplitSectorClusters, py::arg("band_rule") = tk::hopper::kBandRule,
       "The Hopper kernel choice for an (M, N, K) GEMM on a GPU with `sms` SMs (csrc/gemm/hopper/plan.h); `tile` = (swap_ab, bm, bn, splits, cluster) forces a tile "
       "(plan.h TileChoice, the TK_HOPPER_TILE knob); `out_tma` (default: a contiguous 16-bit output, N % 8 == 0) whether the "
       "output rows can be TMA-stored; `split_sectors` (bit 0 A, bit 1 B; default: F.linear's layout, both pitches 2K bytes "
       "when 16-B aligned) which operands' line pitches split 32-B sectors (plan_rules.h kMid64Pairs, kSplitSectorClusters).");
+  m.def("raster_dram_mb",
+        [](int units_m, int units_n, int k_tiles, int unit_rows, int unit_cols, int group_m, int concurrent, double cap_mb) {
+          return tk::hopper::raster_dram_bytes(units_m, units_n, k_tiles, unit_rows, unit_cols, group_m, concurrent,
+                                               cap_mb * (1 << 20)) / 1e6;
+        },
+        py::arg("units_m"), py::arg("units_n"), py::arg("k_tiles"), py::arg("unit_rows") = 128, py::arg("unit_cols") = 256,
+        py::arg("group_m") = 8, py::arg("concurrent") = 132, py::arg("cap_mb") = tk::hopper::kL2ModelBytes / (1 << 20),
+        "MB read from DRAM by a persistent GEMM of units_m x units_n units (unit_rows x unit_cols outputs; A / B panels "
+        "of 2-byte elements over k_tiles x 64 of K) walked in raster bands of group_m unit rows, `concurrent` at a time, "
+        "under the wave-level LRU model of an L2 of cap_mb MB (csrc/gemm/hopper/l2_band.h: the band rule's model).");
   m.attr("hopper_skinny_max_m") = tk::hopper::kSkinnyMaxM;  // the dispatcher's default token limit
   m.def(
       "hopper_skinny_plan",

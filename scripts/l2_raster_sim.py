@@ -19,6 +19,10 @@ Calibration (H200, ncu, caches flushed, unclustered, band 8 unless said), measur
 (2026-11-26f). The real L2 (two partitions, not LRU) degrades more smoothly than the model's
 cliffs where a reuse distance crosses the capacity: near a cliff (a band whose result jumps
 between 32 and 36 MB) read the model as a direction, not a number.
+
+The planner's opt-in band rule (TK_HOPPER_BAND_RULE=1) minimises the same model at panel
+granularity (csrc/gemm/hopper/l2_band.h, `torch_tk._C.raster_dram_mb`; test/test_l2_band_cpu.py
+checks the two agree).
 """
 import argparse
 import math

@@ -93,6 +93,9 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   // TK_HOPPER_GROUP_M: raster band height in row tiles; unset, the plan's (8, or 16 for
   // long-running plans).
   TK_KNOB int group_m = env_int("TK_HOPPER_GROUP_M", 0, 1, 64);
+  // TK_HOPPER_BAND_RULE=1: multi-wave unsplit plans take the band of fewest modelled DRAM bytes
+  // (plan_rules.h kBandRule, l2_band.h; ignored where TK_HOPPER_GROUP_M is set).
+  TK_KNOB int band_rule = env_int("TK_HOPPER_BAND_RULE", hopper::kBandRule, 0, 1);
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
@@ -153,7 +156,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
       M, N, K, sm_count(device), !out_fp32, max_cluster, group_m, split_min, fill_narrow, dynamic != 0, stream_k,
       fused_split != 0, bm64 != 0, bm64_bn == 64 || bm64_bn == 128 ? bm64_bn : 0, swap, sk_fill, bm64 == 2, one_wg,
       bn192, unswap128, tile ? &*tile : nullptr, odd_widths, (a_mn ? 0 : 1) | (b_mn ? 0 : 2), mid64, out_tma,
-      split_sectors, sector_clusters);
+      split_sectors, sector_clusters, band_rule);
   if (ring >= 0) p.ring_staging = !out_fp32 && hopper::ring_staging(p, K, ring);
   return p;
 }

@@ -20,6 +20,8 @@
 //    through TMA multicast, halving its L2 -> shared-memory traffic; a unit is then a column of 2
 //    tiles), which also take a taller raster band (group_m 16): less DRAM and L2 traffic, hence
 //    less energy per GEMM where the power cap sets the clock.
+//  - group_m: the raster band (8, 16 for long runs); opt-in (kBandRule, TK_HOPPER_BAND_RULE=1) the
+//    band of fewest DRAM bytes in l2_band.h's L2 model for multi-wave unsplit plans.
 //  - splits: K is split (fp32 partials + a fixed-order reduction: deterministic) only when there
 //    are fewer tiles than SMs, so that every SM streams operands.
 //  - bm = 64 (one consumer warpgroup, deeper ring) for skinny problems (rules in plan_gemm):
@@ -36,6 +38,7 @@
 #include <cstdint>
 #include "../../kittens/common/stream_k.h"
 #include "kernel_variants.h"
+#include "l2_band.h"
 #include "plan_rules.h"
 
 namespace tk::hopper {
@@ -137,7 +140,8 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
                           int one_wg = kOneWarpgroupWidths, int bn192 = kWidth192,
                           int unswap128 = kUnswapOneWave128, const TileChoice* force = nullptr,
                           int odd_widths = kOddWidths, int odd_layouts = 3, int mid64 = kMid64,
-                          bool out_tma = true, int split_sectors = 0, int sector_clusters = kSplitSectorClusters) {
+                          bool out_tma = true, int split_sectors = 0, int sector_clusters = kSplitSectorClusters,
+                          int band_rule = kBandRule) {
   GemmPlan p{};
   p.wg_rows = 64;
   p.evict_first = M <= kEvictFirstMaxM ? 2 : 0;
@@ -435,6 +439,13 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
       (p.splits == 1 || (one_wg & 4)) && !p.fused_split && p.units <= p.grid)
     p.wg_rows = 128;
   p.ring_staging = all_widths && ring_staging(p, K, -1);  // all_widths: a 16-bit output (fp32 has no staging)
+  // Band rule (plan_rules.h kBandRule, l2_band.h): multi-wave unsplit plans, band not forced. A
+  // cluster's unit spans `cluster` row tiles, and the kernel's band in units is group_m / cluster.
+  if (band_rule && group_m == 0 && !forced && p.splits == 1 && p.sk_tiles == 0 && p.units > p.grid / p.cluster) {
+    const int c = p.cluster, units_m = static_cast<int>((tiles_m + c - 1) / c);
+    p.group_m = c * l2_band(units_m, static_cast<int>(tiles / tiles_m), k_tiles, p.bm * c, p.bn, p.grid / c,
+                            std::max(1, p.group_m / c), kL2ModelBytes, kBandRuleMinGain);
+  }
   return p;
 }
 

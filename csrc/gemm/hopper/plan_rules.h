@@ -19,6 +19,19 @@ namespace tk::hopper {
 // 8192x4096x4096, 8192x6144x4096: 32k-98k tile k tiles) both were 0-1.6% slower, hence the bound.
 constexpr int64_t kLongRunWork = 131072;
 constexpr int kLongRunGroupM = 16;
+// Band rule (l2_band.h, opt-in TK_HOPPER_BAND_RULE=1; 0 = off, the default until measured): a
+// multi-wave unsplit plan takes the raster band with the fewest DRAM bytes in the wave-level L2
+// model where that reads >= kBandRuleMinGain fewer than the plan's band (8, or kLongRunGroupM).
+// Modelled (32 MB), band 8 -> rule, MB: the model step's 8192x5632x2048 165 -> 103 (band 24),
+// 8192x2048x5632 213 -> 187 (1), 5632x2048x8192 218 -> 195 (1), 2048x5632x8192 256 -> 201 (16).
+// Not yet measured on a GPU; band 16 on every plan read 0.988 / 0.990 in the sustained bench_model
+// against 0.978-0.984 (2026-12-05c), and band 16 on the K = 4096 suite plans measured 0-4% slower
+// uncapped despite fewer DRAM bytes (above; 2026-11-26g), hence off until an A/B at the cap and off it.
+constexpr int kBandRule = 0;
+constexpr double kBandRuleMinGain = 0.10;
+// The L2 capacity the model assumes: the H200's 50 MB L2 behaves as ~32 MB in the fit to ncu
+// (scripts/l2_raster_sim.py's calibration); the same for the H100 (50 MB, not calibrated).
+constexpr double kL2ModelBytes = 32.0 * (1 << 20);
 
 // all_widths == false: bn is always 128 (the fp32-output kernels are built for 128 only).
 // group_m: row tiles per raster band (L2 reuse of the A rows across the band's column walk); 0:
