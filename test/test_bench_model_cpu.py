@@ -1,5 +1,7 @@
 """benchmarks/bench_model.py's profile helpers, on the CPU: GEMM shapes from the profiler's recorded
 input shapes, and the per-model merge of profiled runs (kernel classes, GEMMs by shape)."""
+import pytest
+
 from conftest import load_script
 
 
@@ -29,3 +31,36 @@ def test_merge_profiles_means_and_classes(capsys):
     b.print_profile({"stock": stock, "tk": m})
     out = capsys.readouterr().out
     assert "8192x2048x2048" in out and "stock/tk 0.935" in out
+
+
+def test_annotation_spans_are_not_kernel_time():
+    b = _bench_model()
+    m = b.merge_profiles([({"## Call CompiledFxGraph abc ##": (1.0, 19000.0), "triton_poi_fused_add": (3.0, 120.0)}, {})])
+    assert m["classes"]["other"] == 0.0 and m["busy"] == 120.0
+    assert m["top"][0][0].startswith("## Call")  # still listed among the longest entries
+
+
+def test_ceiling_from_a_profile(capsys):
+    """The numbers of the 2026-11-28i profile (H200, us per step, annotation spans removed)."""
+    b = _bench_model()
+
+    def prof(classes):
+        return {"classes": classes, "busy": sum(classes.values()), "top": [], "gemms": []}
+
+    stock = prof({"tk gemm": 0.0, "attention": 6379.0, "vendor gemm": 16723.0, "triton (inductor)": 3500.0, "other": 1231.0})
+    tk = prof({"tk gemm": 13209.0, "attention": 6572.0, "vendor gemm": 4039.0, "triton (inductor)": 3520.0, "other": 1165.0})
+    c = b.ceiling({"stock": stock, "tk": tk})
+    replaced = 16723.0 - 4039.0
+    assert c["gemm_ratio"] == pytest.approx(replaced / 13209.0)
+    rest_tk, rest_stock = tk["busy"] - 13209.0, stock["busy"] - replaced
+    assert c["rest_ratio"] == pytest.approx(rest_tk / rest_stock)
+    allowed = stock["busy"] / 1.03
+    assert c["gemm_ratio_needed"] == pytest.approx(replaced / (allowed - rest_tk))
+    assert 1.06 < c["gemm_ratio_needed_even_rest"] < c["gemm_ratio_needed"] < 1.09  # 1.068, 1.082
+    # the patched step reaches the target iff the GEMMs reach the needed ratio
+    ours_needed = replaced / c["gemm_ratio_needed"]
+    assert stock["busy"] / (rest_tk + ours_needed) == pytest.approx(1.03)
+    b.print_profile({"stock": stock, "tk": tk}, {"stock": {"sm_mhz": 1830.0}, "tk": {"sm_mhz": 1816.0}})
+    out = capsys.readouterr().out
+    att = 6572.0 / 6379.0
+    assert f"{att:.3f}" in out and f"{att * 1816.0 / 1830.0:.3f}" in out and "SM MHz while profiled" in out
