@@ -154,17 +154,29 @@ PYBIND11_MODULE(_C, m) {
       py::arg("tiles"), py::arg("grid"), py::arg("k_tiles"), py::arg("max_slots") = tk::hopper::kSkSplitMaxSlots,
       py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkSplitMinGainPct,
       "(tail tiles, CTAs) of the aligned last-wave split (kittens/common/stream_k.h sk_split_tail); (0, 0): none.");
+  m.def(
+      "sk_split_tail_waves",
+      [](int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct, int max_waves) {
+        const auto t = kittens::sk_split_tail_waves(tiles, grid, k_tiles, max_slots, min_iters, min_gain_pct, max_waves);
+        return py::make_tuple(t.tiles, t.parts, t.grid);
+      },
+      py::arg("tiles"), py::arg("grid"), py::arg("k_tiles"), py::arg("max_slots") = tk::hopper::kSkSplitMaxSlots,
+      py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkSplitMinGainPct,
+      py::arg("max_waves") = tk::hopper::kSkWavesMax,
+      "(tail tiles, CTAs dealt to, CTAs launched or 0) of stream-K mode 4 (kittens/common/stream_k.h "
+      "sk_split_tail_waves); (0, 0, 0): none.");
   m.def("sk_fill_tiles", &kittens::sk_fill_tiles, py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"),
         py::arg("min_iters"));
   m.def(
       "sk_partition",
-      [](int64_t tiles, int k_tiles, int grid, bool fill, bool split) {
+      [](int64_t tiles, int k_tiles, int grid, bool fill, bool split, int mode) {
         // Per CTA, the segments it walks (kittens/common/stream_k.h), in the kernel's order (from
         // the back of its range): the tail's tiles, with fill = True every tile (fill mode), with
-        // split = True the aligned last-wave split (plan.h's limits; only the CTAs it deals to).
+        // split = True the aligned last-wave split (plan.h's limits; only the CTAs it deals to),
+        // with mode = 4 stream-K mode 4 (the split, or over generations of CTAs).
         const kittens::SkSplit t = fill ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), 0}
-                                        : tk::hopper::stream_k_tail(split ? 2 : 1, tiles, grid, k_tiles);
-        const int sk = t.tiles, parts = t.parts > 0 ? t.parts : grid;
+                                        : tk::hopper::stream_k_tail(mode ? mode : split ? 2 : 1, tiles, grid, k_tiles);
+        const int sk = t.tiles, parts = t.parts > 0 ? t.parts : t.grid > 0 ? t.grid : grid;
         const int64_t iters = int64_t(sk) * k_tiles;
         py::list ctas;
         for (int c = 0; c < parts && sk > 0; ++c) {
@@ -179,7 +191,8 @@ PYBIND11_MODULE(_C, m) {
         }
         return ctas;
       },
-      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"), py::arg("fill") = false, py::arg("split") = false);
+      py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"), py::arg("fill") = false, py::arg("split") = false,
+      py::arg("mode") = 0);
   m.def(
       "hopper_plan",
       [](int M, int N, int K, int sms, bool all_widths, int max_cluster, int group_m, int min_split_k_tiles,

@@ -1,8 +1,9 @@
 """GPU check of the stream-K kernels, run by test_stream_k_gpu.py in a child process (the
 dispatcher reads its knobs once per process): `tail` (argument; TK_HOPPER_STREAMK=1, the last
 wave's tiles by k iteration), `split` (TK_HOPPER_STREAMK=2: the last wave's tiles each in 2-4
-aligned k ranges on their own CTAs) or `fill` (TK_HOPPER_SK_FILL=2: fewer 128x256 tiles than SMs,
-every tile by k iteration over all SMs, up to several CTAs per tile).
+aligned k ranges on their own CTAs), `fill` (TK_HOPPER_SK_FILL=2: fewer 128x256 tiles than SMs,
+every tile by k iteration over all SMs, up to several CTAs per tile) or `waves` (TK_HOPPER_STREAMK=4:
+a last wave more than half full split the same way over W whole-tile CTAs per SM).
 
 For each shape x layout x dtype: the plan must put tiles in the tail, the output is poisoned
 (NaN-filled allocator blocks) before each of two calls, both calls must give the same bits, the
@@ -27,6 +28,9 @@ FILL_SHAPES = [(256, 14336, 4096), (256, 4096, 14336), (1024, 2000, 3000), (300,
 # Aligned last-wave split (132 SMs): 165 tiles (33 in the tail x 2 slots, an N and a K tail),
 # 153 tiles (21 x 4 slots, a K tail), 133 tiles (one tile in 4 slots).
 SPLIT_SHAPES = [(4097, 1100, 2100), (2049, 2055, 4100), (2432, 1792, 4096)]
+# Mode 4's generations (132 SMs): 352 tiles = 2 waves + 88 (264 CTAs, 3 ranges per tail tile; an N
+# and a K tail), 480 tiles = 3 waves + 84 (396 CTAs, 4 ranges; an M and a K tail).
+WAVES_SHAPES = [(2800, 4000, 3100), (3800, 4096, 4100)]
 LAYOUTS = [("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")]
 
 
@@ -39,9 +43,9 @@ def poison(nbytes):
 def main(mode):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     failures, cases = [], 0
-    for M, N, K in {"tail": SHAPES, "split": SPLIT_SHAPES, "fill": FILL_SHAPES}[mode]:
+    for M, N, K in {"tail": SHAPES, "split": SPLIT_SHAPES, "fill": FILL_SHAPES, "waves": WAVES_SHAPES}[mode]:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0)
-        if plan["sk_tiles"] == 0:
+        if plan["sk_tiles"] == 0 or (mode == "waves" and plan["grid"] <= sms):
             failures.append(f"{M}x{N}x{K}: no stream-K {mode} planned on {sms} SMs: {plan}")
             continue
         for dtype in (torch.bfloat16, torch.float16):

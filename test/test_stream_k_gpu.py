@@ -1,5 +1,6 @@
 """The stream-K kernels on an H100/H200 -- the tail over all CTAs (TK_HOPPER_STREAMK=1), the
-aligned last-wave split (TK_HOPPER_STREAMK=2) and the fill mode (TK_HOPPER_SK_FILL=2) --
+aligned last-wave split (TK_HOPPER_STREAMK=2, and =4 over generations of CTAs) and the fill mode
+(TK_HOPPER_SK_FILL=2) --
 correctness, bitwise repeatability and that stream-K ran, checked in a child process
 (test/stream_k_case.py) because the dispatcher reads its environment knobs once per process."""
 import os
@@ -34,6 +35,9 @@ _ODD_WIDTHS_128X256 = str(262143 & ~(2048 | 8192 | 32768 | 65536 | 131072))
                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0",
                                                  "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
                                        ("split", {"TK_HOPPER_STREAMK": "2", "TK_HOPPER_SK_FILL": "0",
+                                                  "TK_HOPPER_SECTOR_CLUSTERS": "0",
+                                                  "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
+                                       ("waves", {"TK_HOPPER_STREAMK": "4", "TK_HOPPER_SK_FILL": "0",
                                                   "TK_HOPPER_SECTOR_CLUSTERS": "0",
                                                   "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
                                        ("fill", {"TK_HOPPER_SK_FILL": "2", "TK_HOPPER_STREAMK": "0"})])

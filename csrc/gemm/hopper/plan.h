@@ -52,7 +52,7 @@ struct GemmPlan {
   int group_m;   // grouped raster: row tiles per band (kittens::grouped_tile)
   bool dynamic;  // units handed out by an atomic counter (needs a zeroed int from the caller)
   int64_t units; // ceil(tiles_m / cluster) * tiles_n * splits
-  int grid;      // CTAs launched (persistent)
+  int grid;      // CTAs launched (persistent; past the SMs only in stream-K mode 4's generations)
   int sk_tiles;  // last tiles run as a stream-K tail (kittens/common/stream_k.h); 0: none
   int sk_parts;  // CTAs the tail's k iterations are dealt to; 0: all (grid)
   bool fused_split;  // split-K summed in the GEMM kernel (ready flags) instead of a second kernel
@@ -422,7 +422,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   // tail iterations past the whole-tile units, so they must stay below 2^31.
   if (stream_k > 0 && p.cluster == 1 && p.splits == 1 && p.bm == 128 && p.bn == 256) {
     const kittens::SkSplit t = stream_k_tail(stream_k, p.units, p.grid, k_tiles);
-    if (p.units + int64_t(t.tiles) * k_tiles < (int64_t(1) << 31)) p.sk_tiles = t.tiles, p.sk_parts = t.parts;
+    if (p.units + int64_t(t.tiles) * k_tiles < (int64_t(1) << 31)) {
+      p.sk_tiles = t.tiles, p.sk_parts = t.parts;
+      // Generations (mode 4): one whole tile per CTA, its first unit; no tickets to draw.
+      if (t.grid > 0) p.grid = t.grid, p.dynamic = false;
+    }
   }
   // Split-K finished inside the GEMM (epilogue_split_k.cuh split_reduce_slice): the splits of a tile
   // wait for each other's ready flags, then each sums and stores a slice of the tile. Needs every

@@ -57,7 +57,11 @@ constexpr int kStreamKFill = 0;
 // the run; 2 the aligned last-wave split (sk_split_tail: at most kSkSplitMaxSlots CTAs per tile,
 // each at least kSkSplitMinIters k tiles, where it saves kSkSplitMinGainPct percent of the run);
 // 3 mode 1 where the last wave idles >= kStreamKTailMinIdlePct percent of the run and K is
-// kStreamKTailMinKTiles..kStreamKTailMaxKTiles k tiles (fewer: a tile's iterations barely split).
+// kStreamKTailMinKTiles..kStreamKTailMaxKTiles k tiles (fewer: a tile's iterations barely split);
+// 4 mode 2, and where the last wave is more than half full the same split over W whole-tile CTAs
+// per SM launched in turn (sk_split_tail_waves, W <= kSkWavesMax; not yet measured on a GPU): the
+// model step's dW GEMMs 5632x2048x8192 / 2048x5632x8192 (352 tiles: 2 waves + 88) from 3 tile times
+// per SM to 2 + 2/3, the finisher adding 2 partials (~4.3k cycles each, 2026-11-26).
 // None is the default: H200 (2026-11-26, benchmarks/NOTES.md), ms, none / 1 / 2: 4097^3 NT 0.287
 // / 0.268 / 0.272, 6144x4097x4097 0.406 / 0.383 / 0.388, 4097x4097x2048 0.145 / 0.138 / 0.145,
 // 2432x1792x4096 (133 tiles) 0.089 / 0.059 / 0.069; but within mode 3's bounds 3000^3 (2 waves +
@@ -67,9 +71,9 @@ constexpr int kStreamKFill = 0;
 // from DRAM (H100 2048x8192x8192: 0.39 -> 0.65 ms).
 constexpr int kStreamKTail = 0;
 constexpr int kStreamKTailMinIdlePct = 10, kStreamKTailMinKTiles = 16, kStreamKTailMaxKTiles = 65;
-constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3;
+constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3, kSkWavesMax = 3;
 // The stream-K tail of `units` whole 128 x 256 tiles on `grid` CTAs under mode `stream_k` (the
-// modes above): {tail tiles, CTAs they are dealt to (0: all)}; {0, 0}: none.
+// modes above): {tail tiles, CTAs they are dealt to (0: all), CTAs to launch (0: grid)}; {0, 0}: none.
 inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int k_tiles) {
   switch (stream_k) {
     case 1: return {kittens::sk_tiles(units, grid), 0};
@@ -78,6 +82,9 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
       if (k_tiles >= kStreamKTailMinKTiles && k_tiles <= kStreamKTailMaxKTiles)
         return {kittens::sk_tiles(units, grid, kStreamKTailMinIdlePct), 0};
       return {0, 0};
+    case 4:
+      return kittens::sk_split_tail_waves(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkSplitMinGainPct,
+                                          kSkWavesMax);
     default: return {0, 0};
   }
 }

@@ -9,7 +9,8 @@
 //    CTA then gets >= k_tiles iterations, so a tile is covered by at most two CTAs.
 //  - fill (sk_fill_tiles): fewer tiles than CTAs; every tile goes to stream-K, so every SM works
 //    (e.g. 112 tiles on 132 SMs). A tile may then be covered by several CTAs.
-//  - aligned last-wave split (sk_split_tail): with tiles = W * grid + r and r <= grid / 2, only the
+//  - aligned last-wave split (sk_split_tail; sk_split_tail_waves for r > grid / 2, over W CTAs per
+//    SM launched in turn): with tiles = W * grid + r and r <= grid / 2, only the
 //    r tiles of the last wave go to stream-K, dealt to `parts` = r * s CTAs (s = the slots per
 //    tile) instead of all of them: CTA c < parts then takes k range c % s of tail tile c / s, so
 //    the tail's CTAs sit at s common k offsets and tiles sharing an A or B panel read the same k
@@ -50,8 +51,9 @@ TK_HD int sk_tiles(int64_t tiles, int grid, int min_idle_pct = 1) {
 // least min_gain_pct percent (the stream-K kernels run without the deferred epilogue, and each
 // tail tile exchanges s - 1 fp32 partials). {0, 0} otherwise.
 struct SkSplit {
-  int tiles;  // tail tiles (the last ones)
-  int parts;  // CTAs they are dealt to: tiles * slots
+  int tiles;     // tail tiles (the last ones)
+  int parts;     // CTAs they are dealt to: tiles * slots
+  int grid = 0;  // CTAs to launch when more than one per SM (sk_split_tail_waves); 0: the plan's
 };
 TK_HD SkSplit sk_split_tail(int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct) {
   if (grid <= 1 || tiles <= grid || min_iters <= 0) return SkSplit{0, 0};
@@ -63,6 +65,31 @@ TK_HD SkSplit sk_split_tail(int64_t tiles, int grid, int k_tiles, int max_slots,
   const int64_t waves = tiles / grid + 1;
   if (s < 2 || int64_t(s - 1) * 100 < int64_t(min_gain_pct) * s * waves) return SkSplit{0, 0};
   return SkSplit{r, r * s};
+}
+
+// Aligned split over generations of CTAs (the case sk_split_tail leaves: a last wave more than
+// half full). With tiles = W * grid + r, grid / 2 < r < grid and 1 <= W <= max_waves, launch
+// W * grid CTAs, W per SM one after another, each taking one whole tile (its first unit), and
+// deal the r tail tiles' s = min(W * grid / r, max_slots, k_tiles / min_iters) aligned k ranges
+// to the first r * s of them (the partition of sk_split_tail, over W * grid CTAs): an SM then runs
+// W whole tiles and at most W ranges of 1/s tile instead of W + 1 tiles. Worth it when s > W:
+// (1 - W / s) of one of W + 1 waves saved, at least min_gain_pct percent, less a CTA start per
+// generation (no persistent hand-over of the loads). CTAs still wait only on lower-numbered ones,
+// launched before them. E.g. 352 tiles of 128 x 256 on 132 SMs (5632x2048x8192): 264 CTAs, the
+// 88 tail tiles in 3 ranges each, 2 + 2/3 tile times per SM instead of 3. Otherwise sk_split_tail.
+TK_HD SkSplit sk_split_tail_waves(int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct,
+                                  int max_waves) {
+  if (grid <= 1 || tiles <= grid || min_iters <= 0) return SkSplit{0, 0};
+  const int r = static_cast<int>(tiles % grid);
+  const int64_t w = tiles / grid;
+  if (r == 0 || 2 * r <= grid) return sk_split_tail(tiles, grid, k_tiles, max_slots, min_iters, min_gain_pct);
+  if (w > max_waves) return SkSplit{0, 0};
+  const int ctas = static_cast<int>(w * grid);
+  int s = ctas / r;
+  if (s > max_slots) s = max_slots;
+  if (s > k_tiles / min_iters) s = k_tiles / min_iters;
+  if (s <= w || int64_t(s - w) * 100 < int64_t(min_gain_pct) * s * (w + 1)) return SkSplit{0, 0};
+  return SkSplit{r, r * s, ctas};
 }
 
 // First stream-K iteration of CTA `cta` over `iters` = sk_tiles * k_tiles dealt to `parts` CTAs
