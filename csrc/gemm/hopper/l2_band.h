@@ -9,8 +9,9 @@
 // its A row panel (rows x K) and B column panel (cols x K); a unit's output tile enters the L2 at the
 // wave's end and is never read back. A panel used again at wave w after its last use at wave v is a
 // hit when the distinct panels touched in waves v .. w-1 (other than itself), their outputs and the
-// panel itself fit `cap_bytes`, as in an LRU over whole panels. With lockstep waves this equals the
-// box-level LRU of l2_raster_sim.py on the shapes of test/test_l2_band_cpu.py (within a few %), and
+// panel itself fit `cap_bytes`, as in an LRU over whole panels. With lockstep waves this is the
+// box-level LRU of l2_raster_sim.py within 2% on the shapes of test/test_l2_band_cpu.py, except near
+// a capacity cliff (8192x5632x2048: 181 against 165 MB at band 8, 98 against 109 at 32), and
 // that model fit ncu's DRAM reads at an effective 32 MB on the H200 (its docstring: 8192^3 NT band 8
 // 1490 measured / 1493 modelled MB, 8192x2048x5632 213.5 / 213).
 #pragma once

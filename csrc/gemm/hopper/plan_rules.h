@@ -22,7 +22,7 @@ constexpr int kLongRunGroupM = 16;
 // Band rule (l2_band.h, opt-in TK_HOPPER_BAND_RULE=1; 0 = off, the default until measured): a
 // multi-wave unsplit plan takes the raster band with the fewest DRAM bytes in the wave-level L2
 // model where that reads >= kBandRuleMinGain fewer than the plan's band (8, or kLongRunGroupM).
-// Modelled (32 MB), band 8 -> rule, MB: the model step's 8192x5632x2048 165 -> 103 (band 24),
+// Modelled (32 MB), band 8 -> rule, MB: the model step's 8192x5632x2048 181 -> 98 (band 32),
 // 8192x2048x5632 213 -> 187 (1), 5632x2048x8192 218 -> 195 (1), 2048x5632x8192 256 -> 201 (16).
 // Not yet measured on a GPU; band 16 on every plan read 0.988 / 0.990 in the sustained bench_model
 // against 0.978-0.984 (2026-12-05c), and band 16 on the K = 4096 suite plans measured 0-4% slower
