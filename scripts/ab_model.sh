@@ -4,7 +4,9 @@
 # clock-event mask sampled beside each (benchmarks/clock_reasons.py). Prints per run the two step
 # times and the ratio, the reasons table, then the mean ratio and patched step time per setting.
 # Usage (after use_device_so.sh or a build in the same call):
-#   AB_SETTINGS="- TK_HOPPER_GROUP_M=16" [AB_ROUNDS=3] [AB_ARGS="--rounds 8 --steps 5"] bash scripts/ab_model.sh
+#   AB_SETTINGS="- TK_HOPPER_GROUP_M=16" [AB_ROUNDS=3] [AB_ARGS="--profile"] bash scripts/ab_model.sh
+# With --profile the summary adds, per setting, the profiled GEMM ratio (bench_model.ceiling) and the
+# attention / Inductor kernels' tk / stock time, raw and at equal SM clocks.
 # A setting is one space-free word VAR=value[,VAR=value...] ("-" for none), as in ab_knob.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +43,19 @@ for v in sys.argv[2:]:
     each = " ".join(f"{x:.3f}" for x in ratios)
     print(f"{v}: ratio {sum(ratios) / len(ratios):.3f} over {len(runs)} ({each}); "
           f"tk {sum(tk) / len(tk):.2f} ms, stock {sum(stock) / len(stock):.2f} ms")
+    prof = [r for r in runs if "ceiling" in r]  # AB_ARGS=--profile: bench_model.ceiling and per-class times
+    if prof:
+        g = [r["ceiling"]["gemm_ratio"] for r in prof]
+        line = f"    profiled: GEMMs torch / ours {sum(g) / len(g):.3f}"
+        for c in ("attention", "triton (inductor)"):
+            q = []
+            for r in prof:
+                s, t = (r["profile_us"][m]["classes"][c] for m in ("stock", "tk"))
+                mhz = {m: (r.get("profile_clocks") or {}).get(m, {}).get("sm_mhz") for m in ("stock", "tk")}
+                if s and t and all(mhz.values()):
+                    q.append((t / s, t / s * mhz["tk"] / mhz["stock"]))
+            if q:
+                line += (f"; {c} tk / stock {sum(a for a, _ in q) / len(q):.3f}"
+                         f" ({sum(b for _, b in q) / len(q):.3f} at equal clocks)")
+        print(line)
 PY
