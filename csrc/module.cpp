@@ -176,7 +176,7 @@ PYBIND11_MODULE(_C, m) {
         // with mode = 4 stream-K mode 4 (the split, or over generations of CTAs).
         const kittens::SkSplit t = fill ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), 0}
                                         : tk::hopper::stream_k_tail(mode ? mode : split ? 2 : 1, tiles, grid, k_tiles);
-        const int sk = t.tiles, parts = t.parts > 0 ? t.parts : t.grid > 0 ? t.grid : grid;
+        const int sk = t.tiles, parts = t.parts > 0 ? t.parts : grid;
         const int64_t iters = int64_t(sk) * k_tiles;
         py::list ctas;
         for (int c = 0; c < parts && sk > 0; ++c) {

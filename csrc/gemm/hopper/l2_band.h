@@ -68,8 +68,9 @@ inline double raster_dram_bytes(int units_m, int units_n, int k_tiles, int unit_
 constexpr std::array<int, 8> kBandCandidates{1, 2, 4, 8, 12, 16, 24, 32};
 
 // The band of kBandCandidates with the fewest modelled bytes, if it reads at least `min_gain` (a
-// fraction) fewer than `default_band`; else default_band. Cached per shape (the model costs
-// O(waves^2 + units) per band: ~0.1-1 ms for the largest plans, once).
+// fraction) fewer than `default_band`; else default_band. Cached per shape, the last 256 shapes (the
+// model costs O(waves^2 + units) per band: ~5-120 us, so a call with a shape still cached pays only
+// the lookup).
 inline int l2_band(int units_m, int units_n, int k_tiles, int unit_rows, int unit_cols, int concurrent,
                    int default_band, double cap_bytes, double min_gain) {
   struct Key {
@@ -78,7 +79,8 @@ inline int l2_band(int units_m, int units_n, int k_tiles, int unit_rows, int uni
   };
   const Key key{{units_m, units_n, k_tiles, unit_rows, unit_cols, concurrent, default_band, int(cap_bytes / 4096)}};
   static std::mutex mu;
-  static std::vector<std::pair<Key, int>> cache;  // bounded below; a miss recomputes
+  static std::vector<std::pair<Key, int>> cache;  // a ring of the last 256 shapes
+  static size_t next = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& e : cache)
@@ -95,6 +97,7 @@ inline int l2_band(int units_m, int units_n, int k_tiles, int unit_rows, int uni
   const int band = best_bytes <= (1.0 - min_gain) * base ? best : default_band;
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() < 256) cache.emplace_back(key, band);
+  else cache[next++ % 256] = {key, band};
   return band;
 }
 

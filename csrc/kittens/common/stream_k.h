@@ -55,13 +55,18 @@ struct SkSplit {
   int parts;     // CTAs they are dealt to: tiles * slots
   int grid = 0;  // CTAs to launch when more than one per SM (sk_split_tail_waves); 0: the plan's
 };
+// Slots per tail tile of the aligned splits: min(ctas / r, max_slots, k_tiles / min_iters).
+TK_HD int sk_split_slots(int ctas, int r, int k_tiles, int max_slots, int min_iters) {
+  int s = ctas / r;
+  if (s > max_slots) s = max_slots;
+  if (s > k_tiles / min_iters) s = k_tiles / min_iters;
+  return s;
+}
 TK_HD SkSplit sk_split_tail(int64_t tiles, int grid, int k_tiles, int max_slots, int min_iters, int min_gain_pct) {
   if (grid <= 1 || tiles <= grid || min_iters <= 0) return SkSplit{0, 0};
   const int r = static_cast<int>(tiles % grid);
   if (r == 0 || 2 * r > grid) return SkSplit{0, 0};
-  int s = grid / r;
-  if (s > max_slots) s = max_slots;
-  if (s > k_tiles / min_iters) s = k_tiles / min_iters;
+  const int s = sk_split_slots(grid, r, k_tiles, max_slots, min_iters);
   const int64_t waves = tiles / grid + 1;
   if (s < 2 || int64_t(s - 1) * 100 < int64_t(min_gain_pct) * s * waves) return SkSplit{0, 0};
   return SkSplit{r, r * s};
@@ -85,9 +90,7 @@ TK_HD SkSplit sk_split_tail_waves(int64_t tiles, int grid, int k_tiles, int max_
   if (r == 0 || 2 * r <= grid) return sk_split_tail(tiles, grid, k_tiles, max_slots, min_iters, min_gain_pct);
   if (w > max_waves) return SkSplit{0, 0};
   const int ctas = static_cast<int>(w * grid);
-  int s = ctas / r;
-  if (s > max_slots) s = max_slots;
-  if (s > k_tiles / min_iters) s = k_tiles / min_iters;
+  const int s = sk_split_slots(ctas, r, k_tiles, max_slots, min_iters);
   if (s <= w || int64_t(s - w) * 100 < int64_t(min_gain_pct) * s * (w + 1)) return SkSplit{0, 0};
   return SkSplit{r, r * s, ctas};
 }
