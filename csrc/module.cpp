@@ -165,6 +165,16 @@ PYBIND11_MODULE(_C, m) {
       py::arg("max_waves") = tk::hopper::kSkWavesMax,
       "(tail tiles, CTAs dealt to, CTAs launched or 0) of stream-K mode 4 (kittens/common/stream_k.h "
       "sk_split_tail_waves); (0, 0, 0): none.");
+  m.def(
+      "sk_tail_even",
+      [](int64_t tiles, int grid, int k_tiles, int max_offsets, int min_iters, int min_gain_pct) {
+        const auto t = kittens::sk_tail_even(tiles, grid, k_tiles, max_offsets, min_iters, min_gain_pct);
+        return py::make_tuple(t.tiles, t.parts);
+      },
+      py::arg("tiles"), py::arg("grid"), py::arg("k_tiles"), py::arg("max_offsets") = tk::hopper::kSkEvenMaxOffsets,
+      py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkSplitMinGainPct,
+      "(tail tiles, CTAs dealt to) of the even tail (kittens/common/stream_k.h sk_tail_even, stream-K "
+      "mode 5 past a half-full last wave); (0, 0): none.");
   m.def("sk_fill_tiles", &kittens::sk_fill_tiles, py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"),
         py::arg("min_iters"));
   m.def(
@@ -173,7 +183,7 @@ PYBIND11_MODULE(_C, m) {
         // Per CTA, the segments it walks (kittens/common/stream_k.h), in the kernel's order (from
         // the back of its range): the tail's tiles, with fill = True every tile (fill mode), with
         // split = True the aligned last-wave split (plan.h's limits; only the CTAs it deals to),
-        // with mode = 4 stream-K mode 4 (the split, or over generations of CTAs).
+        // with mode = 4 / 5 stream-K mode 4 / 5 (plan_rules.h stream_k_tail).
         const kittens::SkSplit t = fill ? kittens::SkSplit{kittens::sk_fill_tiles(tiles, k_tiles, grid, 1), 0}
                                         : tk::hopper::stream_k_tail(mode ? mode : split ? 2 : 1, tiles, grid, k_tiles);
         const int sk = t.tiles, parts = t.parts > 0 ? t.parts : grid;

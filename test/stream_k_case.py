@@ -2,8 +2,9 @@
 dispatcher reads its knobs once per process): `tail` (argument; TK_HOPPER_STREAMK=1, the last
 wave's tiles by k iteration), `split` (TK_HOPPER_STREAMK=2: the last wave's tiles each in 2-4
 aligned k ranges on their own CTAs), `fill` (TK_HOPPER_SK_FILL=2: fewer 128x256 tiles than SMs,
-every tile by k iteration over all SMs, up to several CTAs per tile) or `waves` (TK_HOPPER_STREAMK=4:
-a last wave more than half full split the same way over W whole-tile CTAs per SM).
+every tile by k iteration over all SMs, up to several CTAs per tile), `waves` (TK_HOPPER_STREAMK=4:
+a last wave more than half full split the same way over W whole-tile CTAs per SM) or `even`
+(TK_HOPPER_STREAMK=5: such a last wave's tiles dealt evenly to all CTAs of the persistent grid).
 
 For each shape x layout x dtype: the plan must put tiles in the tail, the output is poisoned
 (NaN-filled allocator blocks) before each of two calls, both calls must give the same bits, the
@@ -31,6 +32,9 @@ SPLIT_SHAPES = [(4097, 1100, 2100), (2049, 2055, 4100), (2432, 1792, 4096)]
 # Mode 4's generations (132 SMs): 352 tiles = 2 waves + 88 (264 CTAs, 3 ranges per tail tile; an N
 # and a K tail), 480 tiles = 3 waves + 84 (396 CTAs, 4 ranges; an M and a K tail).
 WAVES_SHAPES = [(2800, 4000, 3100), (3800, 4096, 4100)]
+# Mode 5's even tail (132 SMs, K >= 64 k tiles): 352 tiles = 2 waves + 88 (k offsets 0, 1/3, 2/3 of
+# 65 k tiles; an M, an N and a K tail), 231 tiles = 1 wave + 99 (offsets in quarters; M, N, K tails).
+EVEN_SHAPES = [(2800, 4000, 4100), (2650, 2800, 4100)]
 LAYOUTS = [("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")]
 
 
@@ -43,9 +47,11 @@ def poison(nbytes):
 def main(mode):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     failures, cases = [], 0
-    for M, N, K in {"tail": SHAPES, "split": SPLIT_SHAPES, "fill": FILL_SHAPES, "waves": WAVES_SHAPES}[mode]:
+    shapes = {"tail": SHAPES, "split": SPLIT_SHAPES, "fill": FILL_SHAPES, "waves": WAVES_SHAPES, "even": EVEN_SHAPES}
+    for M, N, K in shapes[mode]:
         plan = torch_tk._C.hopper_dispatch_plan(M, N, K, 0)
-        if plan["sk_tiles"] == 0 or (mode == "waves" and plan["grid"] <= sms):
+        if (plan["sk_tiles"] == 0 or (mode == "waves" and plan["grid"] <= sms)
+                or (mode == "even" and (plan["sk_parts"] != plan["grid"] or 2 * plan["sk_tiles"] <= plan["grid"]))):
             failures.append(f"{M}x{N}x{K}: no stream-K {mode} planned on {sms} SMs: {plan}")
             continue
         for dtype in (torch.bfloat16, torch.float16):

@@ -1,5 +1,6 @@
 """The stream-K kernels on an H100/H200 -- the tail over all CTAs (TK_HOPPER_STREAMK=1), the
-aligned last-wave split (TK_HOPPER_STREAMK=2, and =4 over generations of CTAs) and the fill mode
+aligned last-wave split (TK_HOPPER_STREAMK=2, and =4 over generations of CTAs), the even tail
+(TK_HOPPER_STREAMK=5) and the fill mode
 (TK_HOPPER_SK_FILL=2) --
 correctness, bitwise repeatability and that stream-K ran, checked in a child process
 (test/stream_k_case.py) because the dispatcher reads its environment knobs once per process."""
@@ -40,6 +41,9 @@ _ODD_WIDTHS_128X256 = str(262143 & ~(2048 | 8192 | 32768 | 65536 | 131072))
                                        ("waves", {"TK_HOPPER_STREAMK": "4", "TK_HOPPER_SK_FILL": "0",
                                                   "TK_HOPPER_SECTOR_CLUSTERS": "0",
                                                   "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
+                                       ("even", {"TK_HOPPER_STREAMK": "5", "TK_HOPPER_SK_FILL": "0",
+                                                 "TK_HOPPER_SECTOR_CLUSTERS": "0",
+                                                 "TK_HOPPER_ODD_WIDTHS": _ODD_WIDTHS_128X256}),
                                        ("fill", {"TK_HOPPER_SK_FILL": "2", "TK_HOPPER_STREAMK": "0"})])
 def test_stream_k_in_child_process(mode, knob):
     env = dict(os.environ, **knob, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))

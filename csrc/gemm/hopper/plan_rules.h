@@ -61,7 +61,12 @@ constexpr int kStreamKFill = 0;
 // 4 mode 2, and where the last wave is more than half full the same split over W whole-tile CTAs
 // per SM launched in turn (sk_split_tail_waves, W <= kSkWavesMax; not yet measured on a GPU): the
 // model step's dW GEMMs 5632x2048x8192 / 2048x5632x8192 (352 tiles: 2 waves + 88) from 3 tile times
-// per SM to 2 + 2/3, the finisher adding 2 partials (~4.3k cycles each, 2026-11-26).
+// per SM to 2 + 2/3, the finisher adding 2 partials (~4.3k cycles each, 2026-11-26);
+// 5 mode 2, and where the last wave is more than half full the even tail (sk_tail_even: only the
+// last wave's r tiles, dealt to all CTAs of the persistent grid) where the CTAs' k offsets take at
+// most kSkEvenMaxOffsets values and K >= kSkEvenMinKTiles k tiles (the stream-K kernels run
+// without the deferred epilogue, which short-K whole tiles would miss; not yet measured on a GPU):
+// the same dW GEMMs at 2 + 2/3 tile times per SM with one partial add per tail tile, no generations.
 // None is the default: H200 (2026-11-26, benchmarks/NOTES.md), ms, none / 1 / 2: 4097^3 NT 0.287
 // / 0.268 / 0.272, 6144x4097x4097 0.406 / 0.383 / 0.388, 4097x4097x2048 0.145 / 0.138 / 0.145,
 // 2432x1792x4096 (133 tiles) 0.089 / 0.059 / 0.069; but within mode 3's bounds 3000^3 (2 waves +
@@ -72,6 +77,7 @@ constexpr int kStreamKFill = 0;
 constexpr int kStreamKTail = 0;
 constexpr int kStreamKTailMinIdlePct = 10, kStreamKTailMinKTiles = 16, kStreamKTailMaxKTiles = 65;
 constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3, kSkWavesMax = 3;
+constexpr int kSkEvenMaxOffsets = 4, kSkEvenMinKTiles = 64;
 // The stream-K tail of `units` whole 128 x 256 tiles on `grid` CTAs under mode `stream_k` (the
 // modes above): {tail tiles, CTAs they are dealt to (0: all), CTAs to launch (0: grid)}; {0, 0}: none.
 inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int k_tiles) {
@@ -85,6 +91,12 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
     case 4:
       return kittens::sk_split_tail_waves(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkSplitMinGainPct,
                                           kSkWavesMax);
+    case 5: {
+      if (grid > 0 && 2 * (units % grid) <= grid)
+        return kittens::sk_split_tail(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkSplitMinGainPct);
+      if (k_tiles < kSkEvenMinKTiles) return {0, 0};
+      return kittens::sk_tail_even(units, grid, k_tiles, kSkEvenMaxOffsets, kSkSplitMinIters, kSkSplitMinGainPct);
+    }
     default: return {0, 0};
   }
 }

@@ -3,12 +3,14 @@
 // Idea (Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition
 // for Dense Matrix Multiplication on the GPU", PPoPP 2023): the last "sk tiles" of a GEMM are
 // cut into their k iterations, sk_tiles * k_tiles of them, dealt out evenly: CTA c takes
-// iterations [c * I / parts, (c + 1) * I / parts) of the `parts` CTAs dealt to. Three uses:
+// iterations [c * I / parts, (c + 1) * I / parts) of the `parts` CTAs dealt to. Uses:
 //  - tail (sk_tiles): with tiles = W * grid + r whole tiles (W >= 1, 0 < r < grid) the last wave
 //    keeps only r CTAs busy; the last grid + r tiles go to stream-K, the rest stay whole. Every
 //    CTA then gets >= k_tiles iterations, so a tile is covered by at most two CTAs.
 //  - fill (sk_fill_tiles): fewer tiles than CTAs; every tile goes to stream-K, so every SM works
 //    (e.g. 112 tiles on 132 SMs). A tile may then be covered by several CTAs.
+//  - even tail (sk_tail_even): only the r tiles of the last wave, their iterations dealt to all
+//    grid CTAs, where r / grid is a fraction of small denominator (the CTAs' k offsets few).
 //  - aligned last-wave split (sk_split_tail; sk_split_tail_waves for r > grid / 2, over W CTAs per
 //    SM launched in turn): with tiles = W * grid + r and r <= grid / 2, only the
 //    r tiles of the last wave go to stream-K, dealt to `parts` = r * s CTAs (s = the slots per
@@ -93,6 +95,33 @@ TK_HD SkSplit sk_split_tail_waves(int64_t tiles, int grid, int k_tiles, int max_
   const int s = sk_split_slots(ctas, r, k_tiles, max_slots, min_iters);
   if (s <= w || int64_t(s - w) * 100 < int64_t(min_gain_pct) * s * (w + 1)) return SkSplit{0, 0};
   return SkSplit{r, r * s, ctas};
+}
+
+// Even tail (mode 5; not yet measured on a GPU): with tiles = W * grid + r (W >= 1, 0 < r < grid),
+// the r tail tiles' r * k_tiles iterations dealt to all grid CTAs, r * k_tiles / grid each, after
+// their W whole tiles. CTA c's range starts at k offset k_tiles * (c * r mod grid) / grid of a
+// tile, so the CTAs sit at q = grid / gcd(r, grid) common k offsets: with q <= max_offsets they
+// read the same k slices at about the same time, as mode 2's aligned ranges do (mode 1, dealing
+// grid + r tiles, spreads them). E.g. 352 tiles on 132 SMs (5632x2048x8192): r = 88, q = 3, 85-86 k
+// tiles of 128 per CTA, every tail tile covered by two CTAs (one partial add): 2 + 2/3 tile times
+// per SM instead of 3, on a persistent grid (mode 4 gets the same over 264 CTAs with two adds per
+// tile). Only where each CTA's range is >= min_iters and the run saves (1 - r / grid) of one of
+// W + 1 waves, at least min_gain_pct percent. {0, 0} otherwise.
+TK_HD int gcd_int(int a, int b) {
+  while (b != 0) {
+    const int t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+TK_HD SkSplit sk_tail_even(int64_t tiles, int grid, int k_tiles, int max_offsets, int min_iters, int min_gain_pct) {
+  if (grid <= 1 || tiles <= grid || min_iters <= 0) return SkSplit{0, 0};
+  const int r = static_cast<int>(tiles % grid);
+  const int64_t w = tiles / grid;
+  if (r == 0 || grid / gcd_int(r, grid) > max_offsets || int64_t(r) * k_tiles < int64_t(grid) * min_iters)
+    return SkSplit{0, 0};
+  if (int64_t(grid - r) * 100 < int64_t(min_gain_pct) * grid * (w + 1)) return SkSplit{0, 0};
+  return SkSplit{r, grid};
 }
 
 // First stream-K iteration of CTA `cta` over `iters` = sk_tiles * k_tiles dealt to `parts` CTAs
