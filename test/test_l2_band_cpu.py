@@ -83,6 +83,15 @@ def test_rule_off_by_default_and_bands_it_picks():
         assert off["cluster"] == 2 and off["group_m"] == on["group_m"] == 16
 
 
+def test_rule_with_stream_k_tails():
+    # The even tail (mode 5) keeps the persistent grid: the dW GEMMs take the rule's bands as without
+    # it; mode 4's generations (264 CTAs, 132 resident) keep the default band.
+    for shape, band in {(5632, 2048, 8192): 1, (2048, 5632, 8192): 16}.items():
+        even, waves = plan(*shape, band_rule=1, stream_k=5), plan(*shape, band_rule=1, stream_k=4)
+        assert (even["group_m"], even["sk_tiles"], even["grid"]) == (band, 88, 132)
+        assert (waves["group_m"], waves["sk_tiles"], waves["grid"]) == (8, 88, 264)
+
+
 def test_rule_leaves_forced_bands_and_single_waves_alone():
     assert plan(8192, 5632, 2048, band_rule=1, group_m=4)["group_m"] == 4  # TK_HOPPER_GROUP_M wins
     assert plan(2048, 2048, 8192, band_rule=1)["group_m"] == 8  # 128 tiles: one wave

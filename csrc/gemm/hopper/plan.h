@@ -445,7 +445,11 @@ inline GemmPlan plan_gemm(int M, int N, int K, int num_sms, bool all_widths = tr
   p.ring_staging = all_widths && ring_staging(p, K, -1);  // all_widths: a 16-bit output (fp32 has no staging)
   // Band rule (plan_rules.h kBandRule, l2_band.h): multi-wave unsplit plans, band not forced. A
   // cluster's unit spans `cluster` row tiles, and the kernel's band in units is group_m / cluster.
-  if (band_rule && group_m == 0 && !forced && p.splits == 1 && p.sk_tiles == 0 && p.units > p.grid / p.cluster) {
+  // A stream-K tail keeps its tiles in the raster (they are its last units, whatever the band),
+  // so its plans take the rule too, except over generations of CTAs (mode 4: the model's waves
+  // are the resident CTAs, fewer than the grid).
+  if (band_rule && group_m == 0 && !forced && p.splits == 1 && (p.sk_tiles == 0 || p.grid <= num_sms) &&
+      p.units > p.grid / p.cluster) {
     const int c = p.cluster, units_m = static_cast<int>((tiles_m + c - 1) / c);
     p.group_m = c * l2_band(units_m, static_cast<int>(tiles / tiles_m), k_tiles, p.bm * c, p.bn, p.grid / c,
                             std::max(1, p.group_m / c), kL2ModelBytes, kBandRuleMinGain);
