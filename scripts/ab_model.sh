@@ -33,7 +33,9 @@ import glob, json, re, sys
 out = sys.argv[1]
 for v in sys.argv[2:]:
     tag = re.sub(r"[^A-Za-z0-9_]", "_", v)
-    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/bm_{tag}_*.json"))]
+    # bm_<tag>_<round>.json exactly: a longer setting's tag may start with this one's.
+    files = [f for f in sorted(glob.glob(f"{out}/bm_{tag}_*.json")) if re.fullmatch(rf"bm_{tag}_\d+\.json", f.split("/")[-1])]
+    runs = [json.load(open(f)) for f in files]
     if not runs:
         print(f"{v}: no runs")
         continue

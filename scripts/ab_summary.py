@@ -13,7 +13,11 @@ import sys
 def main(out, label, variants):
     rows = {}
     for v in variants:
-        for f in glob.glob(f"{out}/ab_{re.sub(r'[^A-Za-z0-9_]', '_', v)}_*.log"):
+        tag = re.sub(r"[^A-Za-z0-9_]", "_", v)
+        # ab_<tag>_<round>.log exactly: a longer setting's tag may start with this one's.
+        for f in glob.glob(f"{out}/ab_{tag}_*.log"):
+            if not re.fullmatch(rf"ab_{tag}_\d+\.log", f.split("/")[-1]):
+                continue
             for line in open(f):
                 p = line.split()
                 if p and p[0] == label:
