@@ -186,7 +186,9 @@ def test_hopper_plan_examples():
     # 2026-12-03e, odd_widths bit 13, hence _ODD_BEFORE_03E below.)
     ow = _ODD_BEFORE_03E
     assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 165
-    assert _C.hopper_plan(4097, 4097, 4097, 132, odd_widths=ow)["sk_tiles"] == 0  # not the default
+    assert _C.hopper_plan(4097, 4097, 4097, 132, odd_widths=ow, stream_k=0)["sk_tiles"] == 0
+    # the default (mode 5) takes mode 2's aligned split for this 1/4-full last wave (below)
+    assert _C.hopper_plan(4097, 4097, 4097, 132, odd_widths=ow)["sk_parts"] == 132
     assert _C.hopper_plan(4097, 4097, 4097, 132, stream_k=3)["sk_tiles"] == 0  # 128x224 tiles: no tail
     assert _C.hopper_plan(4097, 4097, 4161, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 0
     assert _C.hopper_plan(4097, 4097, 960, 132, stream_k=3, odd_widths=ow)["sk_tiles"] == 0

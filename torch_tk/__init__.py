@@ -36,7 +36,7 @@ def kernel_counters():
         the reference matmul; see :func:`fallback_reasons`), "cpu" (the CPU reference ran) and
         "hopper_skinny" (the part of "hopper" that ran the decode-shape kernel: M <= 16,
         9..16 only in the CTA shape skinny_plan.h picks; TK_HOPPER_SKINNY_MAX_M lowers it),
-        "hopper_stream_k" (the part that ran a stream-K tail: opt-in, TK_HOPPER_STREAMK=1);
+        "hopper_stream_k" (the part that ran a stream-K tail: plan_rules.h kStreamKTail, TK_HOPPER_STREAMK);
         ROCm builds add "cdna3" (the gfx942 HIP kernel ran).
     """
     counts = dict(_C.kernel_counters())

@@ -99,7 +99,7 @@ hopper::GemmPlan knob_plan(int M, int N, int K, int device, bool out_fp32, bool 
   TK_KNOB int split_min = env_int("TK_HOPPER_SPLIT_MIN_KTILES", 4, 1, INT_MAX);  // plan.h
   TK_KNOB int fill_narrow = env_int("TK_HOPPER_FILL_NARROW", hopper::kFillNarrowMaxKTiles, 0, 0);  // 0: off
   TK_KNOB int dynamic = env_int("TK_HOPPER_DYNAMIC", 1, 0, 0);  // 0: static unit stride (plan.h)
-  // TK_HOPPER_STREAMK=0..5: the stream-K tail (plan_rules.h kStreamKTail; default 0, none): 1 over all
+  // TK_HOPPER_STREAMK=0..5: the stream-K tail (plan_rules.h kStreamKTail; default 5; 0: none): 1 over all
   // CTAs wherever the last wave idles >= 1% of the run, 2 the aligned split of a part-filled last
   // wave, 3 mode 1 where the last wave idles >= 10% of the run and K is 16..65 k tiles, 4 mode 2
   // and, for a last wave more than half full, the split over W whole-tile CTAs per SM, 5 mode 2
