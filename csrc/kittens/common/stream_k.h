@@ -97,16 +97,16 @@ TK_HD SkSplit sk_split_tail_waves(int64_t tiles, int grid, int k_tiles, int max_
   return SkSplit{r, r * s, ctas};
 }
 
-// Even tail (mode 5; not yet measured on a GPU): with tiles = W * grid + r (W >= 1, 0 < r < grid),
-// the r tail tiles' r * k_tiles iterations dealt to all grid CTAs, r * k_tiles / grid each, after
-// their W whole tiles. CTA c's range starts at k offset k_tiles * (c * r mod grid) / grid of a
-// tile, so the CTAs sit at q = grid / gcd(r, grid) common k offsets: with q <= max_offsets they
-// read the same k slices at about the same time, as mode 2's aligned ranges do (mode 1, dealing
-// grid + r tiles, spreads them). E.g. 352 tiles on 132 SMs (5632x2048x8192): r = 88, q = 3, 85-86 k
-// tiles of 128 per CTA, every tail tile covered by two CTAs (one partial add): 2 + 2/3 tile times
-// per SM instead of 3, on a persistent grid (mode 4 gets the same over 264 CTAs with two adds per
-// tile). Only where each CTA's range is >= min_iters and the run saves (1 - r / grid) of one of
-// W + 1 waves, at least min_gain_pct percent. {0, 0} otherwise.
+// Even tail (mode 5, the default of plan_rules.h kStreamKTail since 2026-12-05f): with tiles = W *
+// grid + r (W >= 1, 0 < r < grid), the r tail tiles' r * k_tiles iterations dealt to all grid CTAs,
+// r * k_tiles / grid each, after their W whole tiles. CTA c's range starts at k offset k_tiles * (c
+// * r mod grid) / grid of a tile, so the CTAs sit at q = grid / gcd(r, grid) common k offsets: with
+// q <= max_offsets they read the same k slices at about the same time, as mode 2's aligned ranges
+// do (mode 1, dealing grid + r tiles, spreads them). E.g. 352 tiles on 132 SMs (5632x2048x8192): r
+// = 88, q = 3, 85-86 k tiles of 128 per CTA, every tail tile covered by two CTAs (one partial add):
+// 2 + 2/3 tile times per SM instead of 3, on a persistent grid (mode 4 gets the same over 264 CTAs
+// with two adds per tile). Only where each CTA's range is >= min_iters and the run saves (1 - r /
+// grid) of one of W + 1 waves, at least min_gain_pct percent. {0, 0} otherwise.
 TK_HD int gcd_int(int a, int b) {
   while (b != 0) {
     const int t = a % b;
