@@ -172,7 +172,7 @@ PYBIND11_MODULE(_C, m) {
         return py::make_tuple(t.tiles, t.parts);
       },
       py::arg("tiles"), py::arg("grid"), py::arg("k_tiles"), py::arg("max_offsets") = tk::hopper::kSkEvenMaxOffsets,
-      py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkSplitMinGainPct,
+      py::arg("min_iters") = tk::hopper::kSkSplitMinIters, py::arg("min_gain_pct") = tk::hopper::kSkTailMinGainPct,
       "(tail tiles, CTAs dealt to) of the even tail (kittens/common/stream_k.h sk_tail_even, stream-K "
       "mode 5 past a half-full last wave); (0, 0): none.");
   m.def("sk_fill_tiles", &kittens::sk_fill_tiles, py::arg("tiles"), py::arg("k_tiles"), py::arg("grid"),

@@ -68,12 +68,15 @@ def makespan(tiles, grid, k_tiles, partial_cost=0.0):
 def test_even_partition_and_time(w, r, k_tiles):
     grid = 132
     tiles = w * grid + r
-    if 2 * r <= grid:  # mode 2's case under mode 5
-        assert _C.sk_partition(tiles, k_tiles, grid, mode=5) == _C.sk_partition(tiles, k_tiles, grid, mode=2)
+    if 2 * r <= grid:  # mode 2's case under mode 5, where it saves >= 8% of the run (kSkTailMinGainPct)
+        s = min(grid // r, 4, k_tiles // 16)
+        split = s >= 2 and (s - 1) * 100 >= 8 * s * (w + 1)
+        mode2 = _C.sk_partition(tiles, k_tiles, grid, mode=2)
+        assert _C.sk_partition(tiles, k_tiles, grid, mode=5) == (mode2 if split else [])
         return
     segs = _C.sk_partition(tiles, k_tiles, grid, mode=5)
-    # plan_rules.h: q <= 4, K >= 64 k tiles, >= 16 k tiles per CTA, >= 3% of the run saved.
-    taken = r in (88, 99) and k_tiles >= 64 and r * k_tiles >= grid * 16 and (grid - r) * 100 >= 3 * grid * (w + 1)
+    # plan_rules.h: q <= 4, K >= 64 k tiles, >= 16 k tiles per CTA, >= 8% of the run saved.
+    taken = r in (88, 99) and k_tiles >= 64 and r * k_tiles >= grid * 16 and (grid - r) * 100 >= 8 * grid * (w + 1)
     assert bool(segs) == taken
     if not taken:
         return
@@ -114,3 +117,19 @@ def test_even_on_the_model_dw_gemms():
     # 8192x4096x4096 (r = 100, q = 33), 8192x6144x4096 (r = 84, q = 11).
     for m, n, k in ((4096, 4096, 4096), (8192, 4096, 4096), (8192, 6144, 4096)):
         assert _C.hopper_plan(m, n, k, 132, stream_k=5)["sk_tiles"] == 0
+
+
+def test_mode5_only_where_its_model_saves_enough():
+    # plan_rules.h kSkTailMinGainPct = 8 (H200 2026-12-05f): the even tail at 2 waves + 88 tiles
+    # (11% of the run modelled) stays; at 6 and 10 waves + 88 (4.8%, 3.0%: measured 2.5% slower)
+    # whole tiles. The aligned split (r <= 66) likewise: 4096x5632x4096 (5 waves + 44, 3 slots:
+    # 11%), 3072x6144x4096 (4 + 48, 2 slots: 10%) and 2048x11008x4096 (5 + 28, 4 slots: 12.5%)
+    # split; 3072x14336x4096 (10 + 24, 4 slots: 6.8%, measured 1-2% slower) does not.
+    sk = lambda m, n, k, **kw: (lambda p: (p["sk_tiles"], p["sk_parts"]))(_C.hopper_plan(m, n, k, 132, **kw))  # noqa: E731
+    assert sk(5632, 2048, 8192) == (88, 132) and sk(2048, 5632, 4096) == (88, 132)  # the default
+    for m, n, k in ((5120, 5632, 4096), (8192, 5632, 4096), (3072, 14336, 4096)):
+        assert sk(m, n, k) == (0, 0)
+    assert sk(8192, 5632, 4096, stream_k=2) == (0, 0)  # r = 88 > 66: mode 2 has no split there
+    assert sk(3072, 14336, 4096, stream_k=2) == (24, 96)  # mode 2 alone keeps its 3% bound
+    assert sk(4096, 5632, 4096) == (44, 132) and sk(3072, 6144, 4096) == (48, 96)
+    assert sk(2048, 11008, 4096) == (28, 112)

@@ -53,32 +53,42 @@ constexpr int kFillMinIters = 16;
 // The dispatcher's stream_k_fill unless TK_HOPPER_SK_FILL says otherwise.
 constexpr int kStreamKFill = 0;
 // Stream-K tail of 128 x 256 unsplit unclustered plans (TK_HOPPER_STREAMK; stream_k.h): 0 none;
-// 1 the last grid + r tiles over all CTAs wherever the last wave idles >= 1% of the run; 2 the aligned last-wave split (sk_split_tail: at most kSkSplitMaxSlots CTAs per tile,
-// each at least kSkSplitMinIters k tiles, where it saves kSkSplitMinGainPct percent of the run);
+// 1 the last grid + r tiles over all CTAs wherever the last wave idles >= 1% of the run;
+// 2 the aligned last-wave split (sk_split_tail: at most kSkSplitMaxSlots CTAs per tile, each at
+// least kSkSplitMinIters k tiles, where it saves kSkSplitMinGainPct percent of the run);
 // 3 mode 1 where the last wave idles >= kStreamKTailMinIdlePct percent of the run and K is
 // kStreamKTailMinKTiles..kStreamKTailMaxKTiles k tiles (fewer: a tile's iterations barely split);
 // 4 mode 2, and where the last wave is more than half full the same split over W whole-tile CTAs
 // per SM launched in turn (sk_split_tail_waves, W <= kSkWavesMax): the model step's dW GEMMs
-// 5632x2048x8192 / 2048x5632x8192 (352 tiles: 2 waves + 88) modelled from 3 tile times per SM to
-// 2 + 2/3, the finisher adding 2 partials, but measured 0-5% slower (H100, 2026-12-05e);
+// 5632x2048x8192 / 2048x5632x8192 (352 tiles: 2 waves + 88) modelled from 3 tile times per SM to 2
+// + 2/3, the finisher adding 2 partials, but measured 0-5% slower (H100, 2026-12-05e);
 // 5 mode 2, and where the last wave is more than half full the even tail (sk_tail_even: only the
 // last wave's r tiles, dealt to all CTAs of the persistent grid) where the CTAs' k offsets take at
-// most kSkEvenMaxOffsets values and K >= kSkEvenMinKTiles k tiles (the stream-K kernels run
-// without the deferred epilogue, which short-K whole tiles would miss): the same dW GEMMs at 2 + 2/3
-// tile times per SM with one partial add per tail tile, no generations. Mode 5 is the default:
-// H100 (2026-12-05e, benchmarks/results/h100_2026-12-05e_stream_k.txt), ms, none / 5: 5632x2048x8192
-// TN 0.263 / 0.250, NT 0.268 / 0.256, 2048x5632x8192 TN 0.272 / 0.256, NT 0.272 / 0.268; of the
+// most kSkEvenMaxOffsets values and K >= kSkEvenMinKTiles k tiles (the stream-K kernels run without
+// the deferred epilogue, which short-K whole tiles would miss); either part only where its model
+// saves >= kSkTailMinGainPct percent of the run: the same dW GEMMs at 2 + 2/3 tile times per SM
+// with one partial add per tail tile, no generations. Mode 5 is the default: H100
+// (2026-12-05e, benchmarks/results/h100_2026-12-05e_stream_k.txt), ms, none / 5: 5632x2048x8192 TN
+// 0.263 / 0.250, NT 0.268 / 0.256, 2048x5632x8192 TN 0.272 / 0.256, NT 0.272 / 0.268; of the
 // bench_gemm suites it re-plans only these. Modes 1 and 3 stay opt-in: H200 (2026-11-26,
-// benchmarks/NOTES.md), ms, none / 1 / 2: 4097^3 NT 0.287 / 0.268 / 0.272, 6144x4097x4097 0.406 / 0.383 / 0.388, 4097x4097x2048 0.145 / 0.138 / 0.145,
-// 2432x1792x4096 (133 tiles) 0.089 / 0.059 / 0.069; but within mode 3's bounds 3000^3 (2 waves +
-// 24 tiles) 0.120 -> 0.127 and 2049x2055x1000 (1 wave + 21) 0.043 -> 0.048; where the last wave
-// is nearly full mode 1 is slower (8192x4096x4096, 3% idle: 0.388 / 0.403; 4096^3 0.187 / 0.196;
-// 8192x28672x4096 2.79 / 2.86), and with long K its tail's CTAs, spread over K, read operands
-// from DRAM (H100 2048x8192x8192: 0.39 -> 0.65 ms).
+// benchmarks/NOTES.md), ms, none / 1 / 2: 4097^3 NT 0.287 / 0.268 / 0.272, 6144x4097x4097 0.406 /
+// 0.383 / 0.388, 4097x4097x2048 0.145 / 0.138 / 0.145, 2432x1792x4096 (133 tiles) 0.089 / 0.059 /
+// 0.069; but within mode 3's bounds 3000^3 (2 waves + 24 tiles) 0.120 -> 0.127 and 2049x2055x1000
+// (1 wave + 21) 0.043 -> 0.048; where the last wave is nearly full mode 1 is slower
+// (8192x4096x4096, 3% idle: 0.388 / 0.403; 4096^3 0.187 / 0.196; 8192x28672x4096 2.79 / 2.86), and
+// with long K its tail's CTAs, spread over K, read operands from DRAM (H100 2048x8192x8192: 0.39 ->
+// 0.65 ms).
 constexpr int kStreamKTail = 5;
 constexpr int kStreamKTailMinIdlePct = 10, kStreamKTailMinKTiles = 16, kStreamKTailMaxKTiles = 65;
 constexpr int kSkSplitMaxSlots = 4, kSkSplitMinIters = 16, kSkSplitMinGainPct = 3, kSkWavesMax = 3;
 constexpr int kSkEvenMaxOffsets = 4, kSkEvenMinKTiles = 64;
+// Mode 5 (both parts) only where its model saves >= this percent of the run: H200 2026-12-05f
+// (benchmarks/results/h200_2026-12-05f_stream_k_default.txt), ms, none / mode 5 without the bound:
+// the even tail at 2 waves + 88 tiles (11% modelled) 0.281 / 0.268, but at 6 and 10 waves + 88
+// (4.8%, 3.0%) 5120x5632x4096 0.333 / 0.340 and 8192x5632x4096 0.516 / 0.529; the aligned split
+// gains 1.1-1.7% where it models 10-12.5% (4096x5632x4096, 3072x6144x4096, 2048x11008x4096) and
+// loses 1-2% at 6.8% (3072x14336x4096): the tail's own costs are a few percent of the run.
+constexpr int kSkTailMinGainPct = 8;
 // The stream-K tail of `units` whole 128 x 256 tiles on `grid` CTAs under mode `stream_k` (the
 // modes above): {tail tiles, CTAs they are dealt to (0: all), CTAs to launch (0: grid)}; {0, 0}: none.
 inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int k_tiles) {
@@ -94,9 +104,9 @@ inline kittens::SkSplit stream_k_tail(int stream_k, int64_t units, int grid, int
                                           kSkWavesMax);
     case 5: {
       if (grid > 0 && 2 * (units % grid) <= grid)
-        return kittens::sk_split_tail(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkSplitMinGainPct);
+        return kittens::sk_split_tail(units, grid, k_tiles, kSkSplitMaxSlots, kSkSplitMinIters, kSkTailMinGainPct);
       if (k_tiles < kSkEvenMinKTiles) return {0, 0};
-      return kittens::sk_tail_even(units, grid, k_tiles, kSkEvenMaxOffsets, kSkSplitMinIters, kSkSplitMinGainPct);
+      return kittens::sk_tail_even(units, grid, k_tiles, kSkEvenMaxOffsets, kSkSplitMinIters, kSkTailMinGainPct);
     }
     default: return {0, 0};
   }
