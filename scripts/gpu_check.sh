@@ -8,7 +8,9 @@
 #   needs most of a 10-minute device call on its own).
 # Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 9 files.
 # TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny); TK_PREBUILT=NAME
-# takes .devso/NAME.so (scripts/build_device_so.sh, built off the device) instead of building.
+# takes .devso/NAME.so (scripts/build_device_so.sh, built off the device) instead of building;
+# TK_TEST_PART=1|2 runs half of the GPU tests (1: all but test_gpu.py / test_gpu_widths.py, 2: those
+# two): the whole suite (~3550 tests) no longer fits one 10-min device call on a cold machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -45,12 +47,18 @@ xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
 export TK_FUZZ_REPORT="$OUT/fuzz.txt"  # test_fuzz.py writes its per-category worst errors here
 tests_rc=0; tests="(not run in $MODE mode)"
 if [ "$MODE" != sanitize ]; then
-  python3 -m pytest test -q -ra $xflag > "$OUT/pytest.log" 2>&1
+  case "${TK_TEST_PART:-}" in
+    1) targets=(test --ignore=test/test_gpu.py --ignore=test/test_gpu_widths.py) ;;
+    2) targets=(test/test_gpu.py test/test_gpu_widths.py) ;;
+    *) targets=(test) ;;
+  esac
+  python3 -m pytest "${targets[@]}" -q -ra $xflag > "$OUT/pytest.log" 2>&1
   tests_rc=$?
   tests=$(tail -n 1 "$OUT/pytest.log")
   # The skinny kernel's other 9..16-token CTA shapes run only under the knob (skinny_plan.h:
   # by default only 32 rows x 16 warps): 16 rows x 8 warps, 32 rows x 8 warps.
   for rows in 16 32; do
+    [ "${TK_TEST_PART:-}" = 2 ] && break  # part 1's (test_skinny_gpu.py is in it)
     TK_HOPPER_SKINNY_ROWS16=$rows python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
     tests="$tests; skinny tests, ROWS16=$rows: $(tail -n 1 "$OUT/pytest.log")"
   done
@@ -59,7 +67,8 @@ fi
 san=""
 # Time-boxed: under racecheck a spinning mbarrier wait can starve (seen once: no progress in 7 min).
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
-tools="memcheck racecheck synccheck"; [ "$MODE" = perf ] && tools=""
+[ "${TK_TEST_PART:-}" = 2 ] && MODE=tests  # part 2: its tests only (part 1 runs the rest)
+tools="memcheck racecheck synccheck"; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
 for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
   # shape took more than 90 s on an H200 (2026-11-22); the full run is the `sanitize` mode's job.
@@ -70,7 +79,7 @@ for tool in $tools; do
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san $tool=rc$rc"
 done
-if [ "$MODE" != perf ]; then  # the opt-in stream-K tail's cross-CTA partials and flags, and the
+if [ "$MODE" != perf ] && [ "$MODE" != tests ]; then  # the opt-in stream-K tail's cross-CTA partials and flags, and the
   # one-warpgroup 128x128 kernels on split-K plans (20x200x1000 fp32 out: 4 splits) and with their
   # staging boxes in the stage ring (330x4000x136)
   TK_HOPPER_STREAMK=1 TK_HOPPER_ONE_WG=13 TK_HOPPER_RING_STAGING=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
@@ -120,7 +129,7 @@ if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   python3 benchmarks/bench_gemm.py --suite skinny --l2 clean > "$OUT/bench_clean.log" 2>&1 || echo "bench clean rc=$?"
 fi
 demo_rc=0
-[ "$MODE" != sanitize ] && [ "$MODE" != perf ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
+[ "$MODE" != sanitize ] && [ "$MODE" != perf ] && [ "$MODE" != tests ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
 echo "================ torch_tk GPU check ================"
 echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions; $hazards"
