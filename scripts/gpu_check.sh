@@ -79,9 +79,10 @@ for tool in $tools; do
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san $tool=rc$rc"
 done
-if [ "$MODE" != perf ] && [ "$MODE" != tests ]; then  # the opt-in stream-K tail's cross-CTA partials and flags, and the
-  # one-warpgroup 128x128 kernels on split-K plans (20x200x1000 fp32 out: 4 splits) and with their
-  # staging boxes in the stage ring (330x4000x136)
+if [ "$MODE" != perf ] && [ "$MODE" != tests ]; then
+  # stream-K mode 1's cross-CTA partials and flags, and the one-warpgroup 128x128 kernels on
+  # split-K plans (20x200x1000 fp32 out: 4 splits) and with their staging boxes in the stage ring
+  # (330x4000x136)
   TK_HOPPER_STREAMK=1 TK_HOPPER_ONE_WG=13 TK_HOPPER_RING_STAGING=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_case.py --small >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san memcheck(stream-K,one_wg=13,ring_staging)=rc$rc"

@@ -38,7 +38,7 @@ transposed TMA-store epilogue (16-bit output); 2049x4104x64 -> 289 units of one 
 and 14x8200x130 -> swapped 128x64 tiles (under TK_HOPPER_SKINNY_ROWS16=32, gpu_check.sh's second
 memcheck run: both in 32-row CTAs of 8 warps); full set, 512x1001x1000 -> 64 64x128 tiles with
 an output whose rows are not 16-B aligned (row-pass copy-out, plan_rules.h kMid64UnalignedRows: from 16 k tiles);
-full set, 2800x4000x4100 -> 352 128x256 tiles of 65 k tiles on 132 CTAs: stream-K mode 5 (plan_rules.h
+full set, 2048x5632x4096 -> 352 128x256 tiles of 64 k tiles on 132 CTAs: stream-K mode 5 (plan_rules.h
 kStreamKTail), the last wave's 88 tiles dealt evenly to all CTAs, cross-CTA partials and flags. fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
 import sys
 
@@ -56,7 +56,7 @@ def main():
               (1100, 4200, 1000), (1100, 4001, 256), (2500, 2601, 136), (1500, 1536, 136))
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
-                   (40, 8200, 520), (512, 1001, 1000), (2800, 4000, 4100))
+                   (40, 8200, 520), (512, 1001, 1000), (2048, 5632, 4096))
     if not torch_tk.hopper_available():
         print("sanitize_case: no Hopper kernel here; nothing to check")
         return 0
