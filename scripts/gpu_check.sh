@@ -9,8 +9,11 @@
 # Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 9 files.
 # TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny); TK_PREBUILT=NAME
 # takes .devso/NAME.so (scripts/build_device_so.sh, built off the device) instead of building;
-# TK_TEST_PART=1|2 runs half of the GPU tests (1: all but test_gpu.py / test_gpu_widths.py, 2: those
-# two): the whole suite (~3550 tests) no longer fits one 10-min device call on a cold machine.
+# TK_TEST_PART=1|2|3 runs a third of the tests and nothing else of the check (the sanitizer is then the
+# `sanitize` mode's call): the whole suite (~3550 tests) needs ~15 min on an H100 (2026-12-05g: part 2
+# 216 s, part 3 ~330 s, part 1 the rest), more than one 10-min device call. 1: the files not in 2 or 3
+# (fuzz, compile / train through Inductor, pairs, the CPU files) and the demo; 2: test_gpu.py and
+# test_gpu_widths.py; 3: the plan, runtime, train, model, skinny (with its knob variants) and stream-K files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -47,9 +50,13 @@ xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
 export TK_FUZZ_REPORT="$OUT/fuzz.txt"  # test_fuzz.py writes its per-category worst errors here
 tests_rc=0; tests="(not run in $MODE mode)"
 if [ "$MODE" != sanitize ]; then
+  part2=(test/test_gpu.py test/test_gpu_widths.py)
+  part3=(test/test_gpu_plans.py test/test_gpu_runtime.py test/test_gpu_train.py test/test_models_gpu.py
+         test/test_skinny_gpu.py test/test_stream_k_gpu.py test/test_distributed_gpu.py)
   case "${TK_TEST_PART:-}" in
-    1) targets=(test --ignore=test/test_gpu.py --ignore=test/test_gpu_widths.py) ;;
-    2) targets=(test/test_gpu.py test/test_gpu_widths.py) ;;
+    1) targets=(test); for f in "${part2[@]}" "${part3[@]}"; do targets+=(--ignore="$f"); done ;;
+    2) targets=("${part2[@]}") ;;
+    3) targets=("${part3[@]}") ;;
     *) targets=(test) ;;
   esac
   python3 -m pytest "${targets[@]}" -q -ra $xflag > "$OUT/pytest.log" 2>&1
@@ -58,7 +65,7 @@ if [ "$MODE" != sanitize ]; then
   # The skinny kernel's other 9..16-token CTA shapes run only under the knob (skinny_plan.h:
   # by default only 32 rows x 16 warps): 16 rows x 8 warps, 32 rows x 8 warps.
   for rows in 16 32; do
-    [ "${TK_TEST_PART:-}" = 2 ] && break  # part 1's (test_skinny_gpu.py is in it)
+    case "${TK_TEST_PART:-3}" in 3) ;; *) break ;; esac  # part 3's (test_skinny_gpu.py is in it)
     TK_HOPPER_SKINNY_ROWS16=$rows python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
     tests="$tests; skinny tests, ROWS16=$rows: $(tail -n 1 "$OUT/pytest.log")"
   done
@@ -67,7 +74,7 @@ fi
 san=""
 # Time-boxed: under racecheck a spinning mbarrier wait can starve (seen once: no progress in 7 min).
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
-[ "${TK_TEST_PART:-}" = 2 ] && MODE=tests  # part 2: its tests only (part 1 runs the rest)
+[ -n "${TK_TEST_PART:-}" ] && MODE=tests  # a part: its tests only (part 1 adds the demo, below)
 tools="memcheck racecheck synccheck"; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
 for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
@@ -130,7 +137,8 @@ if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   python3 benchmarks/bench_gemm.py --suite skinny --l2 clean > "$OUT/bench_clean.log" 2>&1 || echo "bench clean rc=$?"
 fi
 demo_rc=0
-[ "$MODE" != sanitize ] && [ "$MODE" != perf ] && [ "$MODE" != tests ] && { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
+{ [ "$MODE" = full ] || [ "$MODE" = quick ] || [ "$MODE" = nobench ] || [ "${TK_TEST_PART:-}" = 1 ]; } &&
+  { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
 echo "================ torch_tk GPU check ================"
 echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions; $hazards"
