@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check, one command on an H100/H200 (what every session and reviewer runs):
 #   build -> SASS/ptxas facts -> GPU tests -> compute-sanitizer -> benchmark -> demo -> summary.
-# Usage: bash scripts/gpu_check.sh [quick|nobench|sanitize|perf]
+# Usage: bash scripts/gpu_check.sh [quick|nobench|sanitize|perf|tests]
+#   tests: the GPU tests alone (no sanitizer, benchmark or demo);
 #   quick: skip the benchmark, tests stop at the first failure; nobench: skip the benchmark only;
 #   perf: build, tests (stop at the first failure), benchmark; no sanitizer, no demo;
 #   sanitize: build + compute-sanitizer only, with racecheck over every kernel config (slow: it
@@ -14,6 +15,8 @@
 # 216 s, part 3 ~330 s, part 1 the rest), more than one 10-min device call. 1: the files not in 2 or 3
 # (fuzz, compile / train through Inductor, pairs, the CPU files) and the demo; 2: test_gpu.py and
 # test_gpu_widths.py; 3: the plan, runtime, train, model, skinny (with its knob variants) and stream-K files.
+# TK_TEST_PART=par runs the three parts as concurrent processes (then the rest of the mode as usual;
+# not yet timed on a GPU: try `TK_TEST_PART=par bash scripts/gpu_check.sh tests`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -59,13 +62,28 @@ if [ "$MODE" != sanitize ]; then
     3) targets=("${part3[@]}") ;;
     *) targets=(test) ;;
   esac
-  python3 -m pytest "${targets[@]}" -q -ra $xflag > "$OUT/pytest.log" 2>&1
-  tests_rc=$?
-  tests=$(tail -n 1 "$OUT/pytest.log")
+  if [ "${TK_TEST_PART:-}" = par ]; then
+    # the three parts as three concurrent processes on the one GPU (most tests are host-bound:
+    # Python, references, child processes), each part's log appended to pytest.log in order
+    p1=(test); for f in "${part2[@]}" "${part3[@]}"; do p1+=(--ignore="$f"); done
+    python3 -m pytest "${p1[@]}" -q -ra $xflag > "$OUT/pytest_p1.log" 2>&1 & j1=$!
+    python3 -m pytest "${part2[@]}" -q -ra $xflag > "$OUT/pytest_p2.log" 2>&1 & j2=$!
+    python3 -m pytest "${part3[@]}" -q -ra $xflag > "$OUT/pytest_p3.log" 2>&1 & j3=$!
+    tests=""
+    for i in 1 2 3; do
+      eval "wait \$j$i" || tests_rc=1
+      { echo "=== part $i"; cat "$OUT/pytest_p$i.log"; } >> "$OUT/pytest.log"
+      tests="$tests${tests:+; }part $i: $(tail -n 1 "$OUT/pytest_p$i.log")"; rm -f "$OUT/pytest_p$i.log"
+    done
+  else
+    python3 -m pytest "${targets[@]}" -q -ra $xflag > "$OUT/pytest.log" 2>&1
+    tests_rc=$?
+    tests=$(tail -n 1 "$OUT/pytest.log")
+  fi
   # The skinny kernel's other 9..16-token CTA shapes run only under the knob (skinny_plan.h:
   # by default only 32 rows x 16 warps): 16 rows x 8 warps, 32 rows x 8 warps.
   for rows in 16 32; do
-    case "${TK_TEST_PART:-3}" in 3) ;; *) break ;; esac  # part 3's (test_skinny_gpu.py is in it)
+    case "${TK_TEST_PART:-3}" in 3|par) ;; *) break ;; esac  # part 3's (test_skinny_gpu.py is in it)
     TK_HOPPER_SKINNY_ROWS16=$rows python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
     tests="$tests; skinny tests, ROWS16=$rows: $(tail -n 1 "$OUT/pytest.log")"
   done
@@ -74,7 +92,7 @@ fi
 san=""
 # Time-boxed: under racecheck a spinning mbarrier wait can starve (seen once: no progress in 7 min).
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
-[ -n "${TK_TEST_PART:-}" ] && MODE=tests  # a part: its tests only (part 1 adds the demo, below)
+case "${TK_TEST_PART:-}" in 1|2|3) MODE=tests ;; esac  # a part: its tests only (part 1 adds the demo, below)
 tools="memcheck racecheck synccheck"; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
 for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
