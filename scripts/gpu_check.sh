@@ -92,7 +92,8 @@ fi
 san=""
 # Time-boxed: under racecheck a spinning mbarrier wait can starve (seen once: no progress in 7 min).
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
-case "${TK_TEST_PART:-}" in 1|2|3) MODE=tests ;; esac  # a part: its tests only (part 1 adds the demo, below)
+# a part: its tests only (part 1 adds the demo, below); the sanitize mode keeps its sanitizer
+case "${TK_TEST_PART:-}" in 1|2|3) [ "$MODE" != sanitize ] && MODE=tests ;; esac
 tools="memcheck racecheck synccheck"; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
 for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
