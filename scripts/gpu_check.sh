@@ -56,8 +56,9 @@ if [ "$MODE" != sanitize ]; then
   part2=(test/test_gpu.py test/test_gpu_widths.py)
   part3=(test/test_gpu_plans.py test/test_gpu_runtime.py test/test_gpu_train.py test/test_models_gpu.py
          test/test_skinny_gpu.py test/test_stream_k_gpu.py test/test_distributed_gpu.py)
+  part1=(test); for f in "${part2[@]}" "${part3[@]}"; do part1+=(--ignore="$f"); done
   case "${TK_TEST_PART:-}" in
-    1) targets=(test); for f in "${part2[@]}" "${part3[@]}"; do targets+=(--ignore="$f"); done ;;
+    1) targets=("${part1[@]}") ;;
     2) targets=("${part2[@]}") ;;
     3) targets=("${part3[@]}") ;;
     *) targets=(test) ;;
@@ -65,13 +66,12 @@ if [ "$MODE" != sanitize ]; then
   if [ "${TK_TEST_PART:-}" = par ]; then
     # the three parts as three concurrent processes on the one GPU (most tests are host-bound:
     # Python, references, child processes), each part's log appended to pytest.log in order
-    p1=(test); for f in "${part2[@]}" "${part3[@]}"; do p1+=(--ignore="$f"); done
-    python3 -m pytest "${p1[@]}" -q -ra $xflag > "$OUT/pytest_p1.log" 2>&1 & j1=$!
-    python3 -m pytest "${part2[@]}" -q -ra $xflag > "$OUT/pytest_p2.log" 2>&1 & j2=$!
-    python3 -m pytest "${part3[@]}" -q -ra $xflag > "$OUT/pytest_p3.log" 2>&1 & j3=$!
+    python3 -m pytest "${part1[@]}" -q -ra $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
+    python3 -m pytest "${part2[@]}" -q -ra $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
+    python3 -m pytest "${part3[@]}" -q -ra $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
     tests=""
     for i in 1 2 3; do
-      eval "wait \$j$i" || tests_rc=1
+      wait "${pids[i-1]}" || tests_rc=1
       { echo "=== part $i"; cat "$OUT/pytest_p$i.log"; } >> "$OUT/pytest.log"
       tests="$tests${tests:+; }part $i: $(tail -n 1 "$OUT/pytest_p$i.log")"; rm -f "$OUT/pytest_p$i.log"
     done
@@ -156,7 +156,7 @@ if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   python3 benchmarks/bench_gemm.py --suite skinny --l2 clean > "$OUT/bench_clean.log" 2>&1 || echo "bench clean rc=$?"
 fi
 demo_rc=0
-{ [ "$MODE" = full ] || [ "$MODE" = quick ] || [ "$MODE" = nobench ] || [ "${TK_TEST_PART:-}" = 1 ]; } &&
+{ [ "$MODE" = full ] || [ "$MODE" = quick ] || [ "$MODE" = nobench ] || { [ "$MODE" = tests ] && [ "${TK_TEST_PART:-}" = 1 ]; }; } &&
   { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
 echo "================ torch_tk GPU check ================"
