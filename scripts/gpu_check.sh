@@ -10,13 +10,15 @@
 # Logs go to $OUT (the device tool's output folder) or /tmp/tk_gpu_check; at most 9 files.
 # TK_BENCH_SUITE picks the benchmark suites (default all: large, unaligned, skinny); TK_PREBUILT=NAME
 # takes .devso/NAME.so (scripts/build_device_so.sh, built off the device) instead of building;
-# TK_TEST_PART=1|2|3 runs a third of the tests and nothing else of the check (the sanitizer is then the
-# `sanitize` mode's call): the whole suite (~3550 tests) needs ~15 min on an H100 (2026-12-05g: part 2
-# 216 s, part 3 ~330 s, part 1 the rest), more than one 10-min device call. 1: the files not in 2 or 3
-# (fuzz, compile / train through Inductor, pairs, the CPU files) and the demo; 2: test_gpu.py and
-# test_gpu_widths.py; 3: the plan, runtime, train, model, skinny (with its knob variants) and stream-K files.
-# TK_TEST_PART=par runs the three parts as concurrent processes (then the rest of the mode as usual;
-# not yet timed on a GPU: try `TK_TEST_PART=par bash scripts/gpu_check.sh tests`).
+# The tests run as three concurrent pytest processes on the one GPU (TK_TEST_PART=par, the default;
+# most tests are host-bound): the whole suite (~3420 tests) took 322 s on an H100 that way (2026-12-05h,
+# `tests` mode: part 1 196 s, part 2 126 s, part 3 184 s, skinny variants 7 s) against ~15 min in one
+# process (TK_TEST_PART=all). TK_TEST_PART=1|2|3 runs one part and nothing else of the check (the
+# sanitizer is then the `sanitize` mode's call). 1: the files not in 2 or 3 (fuzz, compile / train
+# through Inductor, pairs, the CPU files) and the demo; 2: test_gpu.py and test_gpu_widths.py; 3: the
+# plan, runtime, train, model, skinny (with its knob variants) and stream-K files.
+# A full check (tests + sanitizers + benchmark) is more than one 10-min device call: run `tests`,
+# `sanitize` and `perf` as separate calls.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tk_gpu_check}
@@ -57,13 +59,14 @@ if [ "$MODE" != sanitize ]; then
   part3=(test/test_gpu_plans.py test/test_gpu_runtime.py test/test_gpu_train.py test/test_models_gpu.py
          test/test_skinny_gpu.py test/test_stream_k_gpu.py test/test_distributed_gpu.py)
   part1=(test); for f in "${part2[@]}" "${part3[@]}"; do part1+=(--ignore="$f"); done
-  case "${TK_TEST_PART:-}" in
+  PART=${TK_TEST_PART:-par}
+  case "$PART" in
     1) targets=("${part1[@]}") ;;
     2) targets=("${part2[@]}") ;;
     3) targets=("${part3[@]}") ;;
     *) targets=(test) ;;
   esac
-  if [ "${TK_TEST_PART:-}" = par ]; then
+  if [ "$PART" = par ]; then
     # the three parts as three concurrent processes on the one GPU (most tests are host-bound:
     # Python, references, child processes), each part's log appended to pytest.log in order
     python3 -m pytest "${part1[@]}" -q -ra $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
@@ -83,7 +86,7 @@ if [ "$MODE" != sanitize ]; then
   # The skinny kernel's other 9..16-token CTA shapes run only under the knob (skinny_plan.h:
   # by default only 32 rows x 16 warps): 16 rows x 8 warps, 32 rows x 8 warps.
   for rows in 16 32; do
-    case "${TK_TEST_PART:-3}" in 3|par) ;; *) break ;; esac  # part 3's (test_skinny_gpu.py is in it)
+    case "$PART" in 3|par|all) ;; *) break ;; esac  # part 3's (test_skinny_gpu.py is in it)
     TK_HOPPER_SKINNY_ROWS16=$rows python3 -m pytest test/test_skinny_gpu.py -q $xflag >> "$OUT/pytest.log" 2>&1 || tests_rc=1
     tests="$tests; skinny tests, ROWS16=$rows: $(tail -n 1 "$OUT/pytest.log")"
   done

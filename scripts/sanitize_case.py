@@ -39,7 +39,8 @@ and 14x8200x130 -> swapped 128x64 tiles (under TK_HOPPER_SKINNY_ROWS16=32, gpu_c
 memcheck run: both in 32-row CTAs of 8 warps); full set, 512x1001x1000 -> 64 64x128 tiles with
 an output whose rows are not 16-B aligned (row-pass copy-out, plan_rules.h kMid64UnalignedRows: from 16 k tiles);
 full set, 2048x5632x4096 -> 352 128x256 tiles of 64 k tiles on 132 CTAs: stream-K mode 5 (plan_rules.h
-kStreamKTail), the last wave's 88 tiles dealt evenly to all CTAs, cross-CTA partials and flags. fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes)."""
+kStreamKTail), the last wave's 88 tiles dealt evenly to all CTAs, cross-CTA partials and flags. fp32 output always uses 128-wide tiles (swap-AB/split-K included via the same shapes).
+`--shapes=MxNxK,...` runs only those shapes (all dtypes, layouts and output dtypes): a targeted run."""
 import sys
 
 import torch
@@ -57,6 +58,9 @@ def main():
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520), (512, 1001, 1000), (2048, 5632, 4096))
+    for arg in sys.argv[1:]:  # --shapes MxNxK,...: these shapes only (a targeted sanitizer run)
+        if arg.startswith("--shapes="):
+            shapes = tuple(tuple(int(v) for v in s.split("x")) for s in arg.split("=", 1)[1].split(","))
     if not torch_tk.hopper_available():
         print("sanitize_case: no Hopper kernel here; nothing to check")
         return 0

@@ -40,8 +40,10 @@ using namespace kittens::hopper;
 // of DRAM reads against cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so
 // the producer fills the next unit's stages while the consumers are still in the previous unit's
 // epilogue.
-// Named barrier of the early start (ids 1.. are the epilogue's, one per 64-row strip).
+// Named barrier of the early start (ids 1.. are the epilogue's, one per 64-row strip), and the
+// early release's vote, one per consumer warpgroup (kVoteBarrier + cw).
 constexpr int kStartBarrier = 8;
+constexpr int kVoteBarrier = 9;
 
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
@@ -161,6 +163,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   // arrives at the start barrier (bar.arrive releases the init to the consumers' bar.sync), so
   // the loads' latency overlaps the consumers' start-up instead of following a __syncthreads.
   static_assert(1 + L::CONSUMERS * L::STRIPS <= kStartBarrier, "the start barrier's id is an epilogue strip's");
+  static_assert(kVoteBarrier + L::CONSUMERS <= 16, "named barrier ids run to 15");
   const bool early_start = L::CLUSTER == 1 && ep.early_start != 0;
   if (!early_start) {
     if (threadIdx.x == 0) init_barriers();
@@ -398,9 +401,12 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           // Early release: when this stage's operands have not landed yet, the previous stage's
           // wgmmas are drained and its slot released before the wait, so the producer refills it
           // now rather than after this stage arrives and is issued (a latency-bound ring holds one
-          // stage fewer hostage). Releases stay in order, one per stage, as before.
+          // stage fewer hostage). Releases stay in order, one per stage, as before. Each warp tests
+          // the barrier on its own; the warpgroup drains when any of its warps found the stage
+          // not full (a vote: the drain's wait_group must run in all four warps or in none).
           bool owed = kt > kr.begin;
-          if (!(xp & kXpBare) && !mbar_test(&full[s], (it / L::STAGES) & 1)) {
+          if (!(xp & kXpBare) &&
+              named_barrier_any(kVoteBarrier + cw, kWarpgroupThreads, !mbar_test(&full[s], (it / L::STAGES) & 1))) {
             if (owed) {
               wgmma_wait<0>();
 #pragma unroll

@@ -14,7 +14,11 @@
 // and released before the wait. Build define for A/B (TK_BUILD_DEFINES=TK_EARLY_RELEASE=0: the
 // release only after the next stage is issued). H200, 2026-11-28c, clean L2, TF/s off / on:
 // 64x4096x4096 119 / 124, 128x4096x4096 222 / 230, 256x4096x14336 544 / 550; dirty L2 even
-// (benchmarks/NOTES.md).
+// (benchmarks/NOTES.md). Since 2026-12-05h the warpgroup decides by a vote (bar.red.or over its 128
+// threads): before, each warp's own mbarrier.test_wait decided, so warps of one warpgroup could run
+// different wgmma.wait_group instructions -- undefined behaviour for a .sync.aligned instruction,
+// which compute-sanitizer synccheck reported and aborted (H100, 1100x4001x256 NN on swapped 128x160
+// tiles). With it off, ptxas spilled 36 B in the one-warpgroup 128 x 128 kernels.
 #ifndef TK_EARLY_RELEASE
 #define TK_EARLY_RELEASE 1
 #endif

@@ -68,11 +68,17 @@ __device__ __forceinline__ int consumer_take_unit(int received, int rank, bool w
 // A warp's word of shared memory (every lane writes the same value, so each lane reads its own
 // write back): consumer state that waits out the mainloop there instead of in a register. With
 // kOn false, store does nothing and load returns its argument (the value stays in a register).
+// The store sits between two __syncwarp()s: lanes of one warp are not ordered without them (the
+// CUDA memory model; racecheck reported the slot's load / store pairs as hazards, H100 2026-12-05h).
 template <bool kOn>
 struct WarpSlot {
   uint32_t addr;  // shared-space address
   __device__ __forceinline__ void store(int v) const {
-    if constexpr (kOn) asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+    if constexpr (kOn) {
+      __syncwarp();  // every lane's earlier load of the slot before the new value
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+      __syncwarp();  // every lane's store before a later load
+    }
   }
   __device__ __forceinline__ int load(int v) const {
     if constexpr (kOn) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");

@@ -63,4 +63,21 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Whether `pred` holds for any of the `threads` threads meeting at named barrier `id` (PTX
+// bar.red.or.pred): every thread gets the same answer, so a branch on it is uniform across them --
+// what a branch around a .sync.aligned instruction such as wgmma.wait_group needs (PTX ISA: all
+// threads of the warpgroup execute the same one, or the behaviour is undefined).
+__device__ __forceinline__ bool named_barrier_any(int id, int threads, bool pred) {
+  uint32_t any;
+  asm volatile(
+      "{\n.reg .pred p, q;\n"
+      "setp.ne.u32 p, %1, 0;\n"
+      "bar.red.or.pred q, %2, %3, p;\n"
+      "selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(any)
+      : "r"(uint32_t(pred)), "r"(id), "r"(threads)
+      : "memory");
+  return any != 0;
+}
+
 }  // namespace kittens::hopper
