@@ -2,7 +2,8 @@
 gemm kernels whose SASS has HGMMA (wgmma) instructions, skinny kernels with HMMA (mma.sync), and
 whose ptxas report shows no spills and no serialized wgmma (C7510: any call in a kernel, a
 printf say, makes ptxas wait for every wgmma before issuing the next, ~4x slower at 64x64), and
-whose SASS reads or writes no wgmma accumulator before the wait that retires it (sass_hazards.py)."""
+whose SASS reads or writes no wgmma accumulator before the wait that retires it (sass_hazards.py)
+and runs no wgmma wait on a warp's own barrier test (sass_divergent_wait.py)."""
 import glob
 import os
 import re
@@ -12,6 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_divergent_wait  # noqa: E402
 import sass_hazards  # noqa: E402
 from sass_hazards import cuobjdump  # noqa: E402
 
@@ -38,6 +40,10 @@ def main():
         hits = sass_hazards.scan(sass)
         assert not hits, "SASS touches wgmma accumulators before the wait:\n" + sass_hazards.report(hits)
         print("check_build: no accumulator access before a wgmma wait (sass_hazards.py)")
+        # No wgmma wait behind a warp's own barrier test (warp-divergent .sync.aligned: sass_divergent_wait.py).
+        split = sass_divergent_wait.scan(sass)
+        assert not split, "SASS has warp-divergent wgmma waits:\n" + sass_divergent_wait.report(split)
+        print("check_build: no wgmma wait behind a per-warp barrier test (sass_divergent_wait.py)")
         # The skinny (decode-shape) kernels run on mma.sync: HMMA.16816.F32 in every one.
         bodies = re.split(r"\n\s*Function : ", sass)
         skinny = [b for b in bodies if re.match(r"\S*skinny_kernel", b)]

@@ -49,6 +49,7 @@ CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.pa
 hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
 kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
 hazards=$(python3 scripts/sass_hazards.py /tmp/tk_sass.txt | tail -n 1)  # accumulators before the wgmma wait
+hazards="$hazards; $(python3 scripts/sass_divergent_wait.py /tmp/tk_sass.txt | tail -n 1)"  # warp-divergent waits
 ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
 xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
@@ -97,13 +98,15 @@ san=""
 # The carried MiniLM weights (scripts/prepare_minilm.py -> .minilm) are found by test_models_gpu.py.
 # a part: its tests only (part 1 adds the demo, below); the sanitize mode keeps its sanitizer
 case "${TK_TEST_PART:-}" in 1|2|3) [ "$MODE" != sanitize ] && MODE=tests ;; esac
-tools="memcheck racecheck synccheck"; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
+# TK_SAN_TOOLS picks the tools (the sanitize mode's whole set is more than one 10-min call: racecheck
+# alone takes up to 420 s; e.g. TK_SAN_TOOLS="synccheck memcheck" for a second call).
+tools=${TK_SAN_TOOLS:-memcheck racecheck synccheck}; { [ "$MODE" = perf ] || [ "$MODE" = tests ]; } && tools=""
 for tool in $tools; do
   # racecheck instruments every shared-memory access and mbarrier spin: 16 kernel configs on one
   # shape took more than 90 s on an H200 (2026-11-22); the full run is the `sanitize` mode's job.
   args=""; [ $tool != memcheck ] && args="--small"
   limit=300; [ $tool != memcheck ] && limit=90
-  [ "$MODE" = sanitize ] && limit=420 && [ $tool = synccheck ] && limit=60
+  [ "$MODE" = sanitize ] && limit=420 && [ $tool = synccheck ] && limit=150  # (--small: ~1-2 min)
   timeout $limit compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_case.py $args >> "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san $tool=rc$rc"
