@@ -14,21 +14,16 @@ Usage: python3 scripts/sass_divergent_wait.py FILE   (FILE: a .so / .o / cubin, 
 """
 import sys
 
-from sass_hazards import _INSN, sass_of
+from sass_hazards import instructions, sass_of
 
 
 def scan(sass_text):
     """{function name: [address of each WARPGROUP.DEPBAR behind an unvoted per-warp test]}."""
     hits = {}
-    fn, test_at = None, None
-    for line in sass_text.splitlines():
-        if "Function :" in line:
-            fn, test_at = line.split("Function :", 1)[1].strip(), None
-            continue
-        m = _INSN.match(line)
-        if not m or fn is None:
-            continue
-        addr, insn = int(m.group(1), 16), m.group(2)
+    cur, test_at = None, None
+    for fn, addr, insn in instructions(sass_text):
+        if fn != cur:
+            cur, test_at = fn, None
         if "SYNCS.PHASECHK.TRANS64" in insn:
             test_at = None if "TRYWAIT" in insn else addr
         elif "BAR.RED" in insn or "WARPGROUP.ARRIVE" in insn:

@@ -25,18 +25,25 @@ _HGMMA = re.compile(r"HGMMA\.64x(\d+)x\d+\.F32\S*\s+R(\d+)")
 _REG = re.compile(r"\bR(\d+)\b")
 
 
+def instructions(sass_text):
+    """(function name, address, instruction) of every instruction of cuobjdump -sass text, in order."""
+    fn = None
+    for line in sass_text.splitlines():
+        if "Function :" in line:
+            fn = line.split("Function :", 1)[1].strip()
+            continue
+        m = _INSN.match(line)
+        if m and fn is not None:
+            yield fn, int(m.group(1), 16), m.group(2)
+
+
 def scan(sass_text):
     """{function name: [(address, instruction), ...]} of accumulator accesses while a wgmma may run."""
     hits = {}
-    fn, ranges = None, []
-    for line in sass_text.splitlines():
-        if "Function :" in line:
-            fn, ranges = line.split("Function :", 1)[1].strip(), []
-            continue
-        m = _INSN.match(line)
-        if not m or fn is None:
-            continue
-        addr, insn = int(m.group(1), 16), m.group(2)
+    cur, ranges = None, []
+    for fn, addr, insn in instructions(sass_text):
+        if fn != cur:
+            cur, ranges = fn, []
         if "HGMMA" in insn:
             h = _HGMMA.search(insn)
             if h:
