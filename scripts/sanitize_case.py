@@ -58,7 +58,7 @@ def main():
     if not small:
         shapes += ((1, 7, 9), (129, 127, 200), (200, 130, 64), (1, 4096, 520), (257, 1000, 300), (3, 1057, 64),
                    (40, 8200, 520), (512, 1001, 1000), (2048, 5632, 4096))
-    for arg in sys.argv[1:]:  # --shapes MxNxK,...: these shapes only (a targeted sanitizer run)
+    for arg in sys.argv[1:]:  # --shapes=MxNxK,...: these shapes only (a targeted sanitizer run)
         if arg.startswith("--shapes="):
             shapes = tuple(tuple(int(v) for v in s.split("x")) for s in arg.split("=", 1)[1].split(","))
     if not torch_tk.hopper_available():
