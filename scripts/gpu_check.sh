@@ -45,11 +45,13 @@ fi
 
 so=$(ls torch_tk/_C*.so | head -n 1)
 CUOBJ=$(command -v cuobjdump || echo "$(python3 -c 'import triton,os;print(os.path.dirname(triton.__file__))')/backends/nvidia/bin/cuobjdump")
-"$CUOBJ" --dump-sass "$so" > /tmp/tk_sass.txt 2>&1
-hgmma=$(grep -c HGMMA /tmp/tk_sass.txt || true)
-kernels=$(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt || true)
-hazards=$(python3 scripts/sass_hazards.py /tmp/tk_sass.txt | tail -n 1)  # accumulators before the wgmma wait
-hazards="$hazards; $(python3 scripts/sass_divergent_wait.py /tmp/tk_sass.txt | tail -n 1)"  # warp-divergent waits
+# The SASS facts in the background, beside the tests (CPU only: the dump and both scans took ~3.5 min
+# of a cold H200 call before the tests began, 2026-12-05i); joined before the summary.
+( "$CUOBJ" --dump-sass "$so" > /tmp/tk_sass.txt 2>&1
+  echo "SASS: $(grep -c "Function : .*gemm_kernel" /tmp/tk_sass.txt) gemm kernels, $(grep -c HGMMA /tmp/tk_sass.txt) HGMMA instructions;" \
+    "$(python3 scripts/sass_hazards.py /tmp/tk_sass.txt | tail -n 1);" \
+    "$(python3 scripts/sass_divergent_wait.py /tmp/tk_sass.txt | tail -n 1)"  # accumulators before the wait; divergent waits
+) > /tmp/tk_sass_summary.txt 2>&1 & sass_pid=$!
 ptxas=$(grep -A3 "Compiling entry function '.*gemm_kernel.*13__nv_bfloat16S3_Lb0ELb1" "$OUT/build.log" | grep -E "registers|spill" | tr -s ' ' | paste -sd ' ')
 
 xflag=""; { [ "$MODE" = quick ] || [ "$MODE" = perf ]; } && xflag="-x"
@@ -70,14 +72,20 @@ if [ "$MODE" != sanitize ]; then
   if [ "$PART" = par ]; then
     # the three parts as three concurrent processes on the one GPU (most tests are host-bound:
     # Python, references, child processes), each part's log appended to pytest.log in order
-    python3 -m pytest "${part1[@]}" -q -ra $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
-    python3 -m pytest "${part2[@]}" -q -ra $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
-    python3 -m pytest "${part3[@]}" -q -ra $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
+    # Each part is boxed (TK_TEST_BOX s, default 480): on a slow machine (a cold H200, 2026-12-05i:
+    # parts 2 / 3 took 251 / 359 s, part 1 was past 575 s) SIGINT makes pytest stop and still print
+    # what ran, the test it was in and the slowest tests, so a 10-min call ends with a summary.
+    box=${TK_TEST_BOX:-480}
+    timeout -s INT -k 30 "$box" python3 -m pytest "${part1[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
+    timeout -s INT -k 30 "$box" python3 -m pytest "${part2[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
+    timeout -s INT -k 30 "$box" python3 -m pytest "${part3[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
     tests=""
     for i in 1 2 3; do
-      wait "${pids[i-1]}" || tests_rc=1
+      wait "${pids[i-1]}"; rc=$?
+      box_note=""; [ $rc = 124 ] && box_note=" (BOXED at ${box} s: not finished)"
+      [ $rc != 0 ] && tests_rc=1
       { echo "=== part $i"; cat "$OUT/pytest_p$i.log"; } >> "$OUT/pytest.log"
-      tests="$tests${tests:+; }part $i: $(tail -n 1 "$OUT/pytest_p$i.log")"; rm -f "$OUT/pytest_p$i.log"
+      tests="$tests${tests:+; }part $i: $(tail -n 1 "$OUT/pytest_p$i.log")$box_note"; rm -f "$OUT/pytest_p$i.log"
     done
   else
     python3 -m pytest "${targets[@]}" -q -ra $xflag > "$OUT/pytest.log" 2>&1
@@ -165,8 +173,9 @@ demo_rc=0
 { [ "$MODE" = full ] || [ "$MODE" = quick ] || [ "$MODE" = nobench ] || { [ "$MODE" = tests ] && [ "${TK_TEST_PART:-}" = 1 ]; }; } &&
   { python3 -m torch_tk.demo > "$OUT/demo.log" 2>&1; demo_rc=$?; }
 
+wait "$sass_pid"
 echo "================ torch_tk GPU check ================"
-echo "SASS: $kernels gemm kernels, $hgmma HGMMA instructions; $hazards"
+cat /tmp/tk_sass_summary.txt
 echo "ptxas (bf16 NN kernel): $ptxas"
 echo "tests (rc=$tests_rc): $tests"
 grep -E "FAILED|ERROR" "$OUT/pytest.log" | head -n 20
