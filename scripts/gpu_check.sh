@@ -75,14 +75,14 @@ if [ "$MODE" != sanitize ]; then
     # Each part is boxed (TK_TEST_BOX s, default 480): on a slow machine (a cold H200, 2026-12-05i:
     # parts 2 / 3 took 251 / 359 s, part 1 was past 575 s) SIGINT makes pytest stop and still print
     # what ran, the test it was in and the slowest tests, so a 10-min call ends with a summary.
-    box=${TK_TEST_BOX:-480}
-    timeout -s INT -k 30 "$box" python3 -m pytest "${part1[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
-    timeout -s INT -k 30 "$box" python3 -m pytest "${part2[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
-    timeout -s INT -k 30 "$box" python3 -m pytest "${part3[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
+    box=${TK_TEST_BOX:-480}; rm -f /tmp/tk_test_now_p*
+    TK_TEST_CURRENT=/tmp/tk_test_now_p1 timeout -s INT -k 30 "$box" python3 -m pytest "${part1[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
+    TK_TEST_CURRENT=/tmp/tk_test_now_p2 timeout -s INT -k 30 "$box" python3 -m pytest "${part2[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
+    TK_TEST_CURRENT=/tmp/tk_test_now_p3 timeout -s INT -k 30 "$box" python3 -m pytest "${part3[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
     tests=""
     for i in 1 2 3; do
-      wait "${pids[i-1]}"; rc=$?
-      box_note=""; [ $rc = 124 ] && box_note=" (BOXED at ${box} s: not finished)"
+      wait "${pids[i-1]}"; rc=$?  # 124: boxed
+      box_note=""; [ $rc = 124 ] && box_note=" (BOXED at ${box} s: not finished, in $(cat /tmp/tk_test_now_p$i 2>/dev/null))"
       [ $rc != 0 ] && tests_rc=1
       { echo "=== part $i"; cat "$OUT/pytest_p$i.log"; } >> "$OUT/pytest.log"
       tests="$tests${tests:+; }part $i: $(tail -n 1 "$OUT/pytest_p$i.log")$box_note"; rm -f "$OUT/pytest_p$i.log"

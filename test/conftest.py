@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import pathlib
 import re
 
@@ -31,6 +32,14 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "gpu: needs a CUDA device (skipped when torch.cuda.is_available() is False)"
     )
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """With TK_TEST_CURRENT=FILE, FILE holds the test that is running (scripts/gpu_check.sh names it
+    when a part is cut by its time box: a hang and a slow machine then read differently)."""
+    path = os.environ.get("TK_TEST_CURRENT")
+    if path:
+        pathlib.Path(path).write_text(nodeid + "\n")
 
 
 @pytest.fixture(autouse=True)
