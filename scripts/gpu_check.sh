@@ -76,9 +76,13 @@ if [ "$MODE" != sanitize ]; then
     # parts 2 / 3 took 251 / 359 s, part 1 was past 575 s) SIGINT makes pytest stop and still print
     # what ran, the test it was in and the slowest tests, so a 10-min call ends with a summary.
     box=${TK_TEST_BOX:-480}; rm -f /tmp/tk_test_now_p*
-    TK_TEST_CURRENT=/tmp/tk_test_now_p1 timeout -s INT -k 30 "$box" python3 -m pytest "${part1[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p1.log" 2>&1 & pids=($!)
-    TK_TEST_CURRENT=/tmp/tk_test_now_p2 timeout -s INT -k 30 "$box" python3 -m pytest "${part2[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p2.log" 2>&1 & pids+=($!)
-    TK_TEST_CURRENT=/tmp/tk_test_now_p3 timeout -s INT -k 30 "$box" python3 -m pytest "${part3[@]}" -q -ra --durations=12 $xflag > "$OUT/pytest_p3.log" 2>&1 & pids+=($!)
+    run_part() {  # run_part I FILES...: part I boxed, its log in $OUT/pytest_pI.log
+      local i=$1; shift
+      TK_TEST_CURRENT=/tmp/tk_test_now_p$i timeout -s INT -k 30 "$box" python3 -m pytest "$@" -q -ra --durations=12 $xflag > "$OUT/pytest_p$i.log" 2>&1
+    }
+    run_part 1 "${part1[@]}" & pids=($!)
+    run_part 2 "${part2[@]}" & pids+=($!)
+    run_part 3 "${part3[@]}" & pids+=($!)
     tests=""
     for i in 1 2 3; do
       wait "${pids[i-1]}"; rc=$?  # 124: boxed
