@@ -87,3 +87,10 @@ def test_l2_raster_sim_lru_model():
     assert abs(sim.dram_read_mb(order, 5, 1024) - unique) < 1e-9
     # two waves of 6 units, an L2 of one box: every access misses
     assert abs(sim.dram_read_mb(order, 5, 0.01, sms=6) - 12 * 5 * box_mb) < 1e-9
+
+
+def test_round_time_is_a_round_not_an_average():
+    b = _bench_gemm()
+    assert b.round_time([0.034, 0.169]) == 0.034  # 2 rounds: one slow round does not move the case
+    assert b.round_time([0.30, 0.10, 0.20]) == 0.20  # odd: the median
+    assert b.round_time([4.0, 1.0, 3.0, 2.0]) == 2.0  # even: the lower middle round
