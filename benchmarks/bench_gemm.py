@@ -21,9 +21,8 @@ Both ops get the SAME fresh random inputs. Timings are interleaved in one proces
 times ours and the baseline back to back, alternating which goes first, with
 triton.testing.do_bench (median; it flushes L2 between calls) or, when triton is missing, a
 CUDA-event median with an L2 flush before each call. The reported time of each op is the median
-over rounds (`round_time`: the lower middle round when their number is even, so that with 2 rounds
-one slow round -- 169 us against 34 us for torch.mm on 1000x1001x999 NT, H100 2026-12-06 -- cannot
-move a case; the same rule for every op). Correctness of ours is checked once per case against torch.mm on fp32-upcast inputs.
+over rounds (`round_time`). Correctness of ours is checked once per case against torch.mm on
+fp32-upcast inputs.
 While each op is timed, benchmarks/gpu_sampler.py samples the GPU's SM clock, power and temperature
 (nvidia-smi, every 20 ms); the JSON keeps their means per case and op (ours_sm_mhz, torch_sm_mhz, ...;
 None without nvidia-smi) and the table shows the clocks: at a power cap they move the ratios.
@@ -255,8 +254,9 @@ def triton_mm():
 
 
 def round_time(ts):
-    """An op's time over its rounds (ms): the median, the lower of the two middle rounds when their
-    number is even (statistics.median would average them, and one slow round then moves the case)."""
+    """An op's time over its rounds (ms), the same rule for every op: the median, the lower of the two
+    middle rounds when their number is even (statistics.median would average them: with 2 rounds one
+    torch.mm round of 169 us against 34 us made 1000x1001x999 NT read 6.1x, H100 2026-12-06)."""
     return statistics.median_low(ts)
 
 

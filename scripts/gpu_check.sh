@@ -175,7 +175,6 @@ if [ "$MODE" = full ] || [ "$MODE" = perf ]; then
   python3 benchmarks/bench_gemm.py --suite skinny --l2 clean > "$OUT/bench_clean.log" 2>&1 || echo "bench clean rc=$?"
   # The large suite again at 6 rounds of 120 ms (~80 s on an H100): at the power cap each side's rounds
   # move +-3-4%, so 2-3 rounds leave one case per run at 0.94-0.95 (H100 2026-12-06: 0.973..1.038 at 6).
-  # (its log only: the device tool brings back at most 8 files)
   python3 benchmarks/bench_gemm.py --suite large --rounds 6 --rep-ms 120 > "$OUT/bench_large6.log" 2>&1 ||
     echo "bench large6 rc=$?"
 fi
