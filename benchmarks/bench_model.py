@@ -30,14 +30,30 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gpu_sampler, a
 from gpu_sampler import sampler_for_device  # noqa: E402
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=None)
+def add_model_args(p):
+    """The model's shape arguments (shared with benchmarks/boundary_probe.py)."""
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=2048)
     p.add_argument("--intermediate", type=int, default=5632)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--batch", type=int, default=4)
+
+
+def stock_model(args):
+    """(config, model): the stock Llama decoder of `args`' shapes, bf16 on the GPU, train mode, seed 0."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_hidden_layers=args.layers,
+                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
+                      max_position_embeddings=args.seq)
+    return cfg, LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None)
+    add_model_args(p)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--profile", action="store_true",
@@ -46,13 +62,7 @@ def main():
     if not torch.cuda.is_available():
         print("bench_model: needs a CUDA GPU")
         return 2
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_hidden_layers=args.layers,
-                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
-                      max_position_embeddings=args.seq)
-    stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+    cfg, stock = stock_model(args)
     patched = torch_tk.patch_linear(copy.deepcopy(stock))
     report = torch_tk.patch_report(patched)
     models = {"stock": torch.compile(stock), "tk": torch.compile(patched)}
@@ -263,7 +273,7 @@ def print_profile(prof, clocks=None):
             shapes.setdefault(mnk, {})[n] = (cnt, t)
     for mnk, per in shapes.items():
         cols = "".join(f"  {n} {per[n][0]:>4.0f} x {per[n][1]:>8.0f}" if n in per else f"  {n} {'-':>15}" for n in names)
-        ratio = per["stock"][1] / per["tk"][1] if len(per) == 2 and per["tk"][1] else float("nan")
+        ratio = per["stock"][1] / per["tk"][1] if set(per) == {"stock", "tk"} and per["tk"][1] else float("nan")
         print(f"  {mnk:<18}{cols}  stock/tk {ratio:.3f}")
     for n in names:
         print(f"longest kernels ({n}): count, total us")

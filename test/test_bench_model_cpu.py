@@ -64,3 +64,15 @@ def test_ceiling_from_a_profile(capsys):
     out = capsys.readouterr().out
     att = 6572.0 / 6379.0
     assert f"{att:.3f}" in out and f"{att * 1816.0 / 1830.0:.3f}" in out and "SM MHz while profiled" in out
+
+
+def test_print_profile_three_models(capsys):
+    """benchmarks/boundary_probe.py prints three models: a shape that the tk model's profile lacks (its
+    backward GEMMs run inside tk.gemm_pair) gets no ratio instead of a KeyError."""
+    b = _bench_model()
+    stock = b.merge_profiles([({"nvjet_sm90_x": (2.0, 300.0)}, {(2048, 2048, 8192): (1.0, 100.0), (8192, 2048, 2048): (1.0, 200.0)})])
+    boundary = b.merge_profiles([({"nvjet_sm90_x": (2.0, 310.0)}, {(2048, 2048, 8192): (1.0, 105.0), (8192, 2048, 2048): (1.0, 205.0)})])
+    tk = b.merge_profiles([({"void tk::hopper::gemm_kernel<x>": (2.0, 320.0)}, {(8192, 2048, 2048): (1.0, 210.0)})])
+    b.print_profile({"stock": stock, "boundary": boundary, "tk": tk})
+    out = capsys.readouterr().out
+    assert "2048x2048x8192" in out and "boundary" in out and "stock/tk nan" in out
