@@ -50,6 +50,51 @@ def stock_model(args):
     return cfg, LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
 
 
+def make_step(ids):
+    """One training step of a model on token ids `ids` (labels = ids): forward, loss, backward."""
+    def step(m):
+        loss = m(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return loss
+    return step
+
+
+def _drop_grads(m):
+    for prm in m.parameters():
+        prm.grad = None
+
+
+def warm_up(models, step, steps=2):
+    """Compiles and warms up each model ({name: model}) by `steps` steps; {name: last loss}."""
+    losses = {}
+    for name, m in models.items():
+        for _ in range(steps):
+            losses[name] = step(m).item()
+            _drop_grads(m)
+    return losses
+
+
+def time_rounds(models, step, rounds, steps, sampler):
+    """{name: [ms per step of each round]}: `rounds` rounds of `steps` steps per model, timed by CUDA
+    events, the models' order rotated by one each round (each first equally often; with two models
+    they alternate); each round inside `sampler.window(name)`."""
+    names = list(models)
+    ms = {k: [] for k in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            m = models[name]
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with sampler.window(name):
+                s.record()
+                for _ in range(steps):
+                    step(m)
+                e.record()
+                e.synchronize()
+            ms[name].append(s.elapsed_time(e) / steps)
+            _drop_grads(m)
+    return ms
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None)
@@ -69,38 +114,15 @@ def main():
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
     tokens = args.batch * args.seq
 
-    def step(m):
-        loss = m(input_ids=ids, labels=ids).loss
-        loss.backward()
-        return loss
-
+    step = make_step(ids)
     t0 = time.time()
-    losses = {}
-    for name, m in models.items():  # compile + warm up
-        for _ in range(2):
-            losses[name] = step(m).item()
-            for prm in m.parameters():
-                prm.grad = None
+    losses = warm_up(models, step)
     compile_s = time.time() - t0
     torch_tk.reset_kernel_counters()
     step(models["tk"])
     counters = torch_tk.kernel_counters()
-    ms = {k: [] for k in models}
     sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
-    for r in range(args.rounds):
-        order = list(models) if r % 2 == 0 else list(reversed(list(models)))
-        for name in order:
-            m = models[name]
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with sampler.window(name):
-                s.record()
-                for _ in range(args.steps):
-                    step(m)
-                e.record()
-                e.synchronize()
-            ms[name].append(s.elapsed_time(e) / args.steps)
-            for prm in m.parameters():
-                prm.grad = None
+    ms = time_rounds(models, step, args.rounds, args.steps, sampler)
     med = {k: sorted(v)[len(v) // 2] for k, v in ms.items()}
     tps = {k: tokens / (v * 1e-3) for k, v in med.items()}
     time.sleep(0.1)  # the last samples

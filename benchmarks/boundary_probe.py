@@ -33,7 +33,8 @@ from torch import nn
 import torch_tk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
-from bench_model import add_model_args, merge_profiles, print_profile, profile_step, stock_model  # noqa: E402
+from bench_model import (add_model_args, make_step, merge_profiles, print_profile, profile_step, stock_model,  # noqa: E402
+                         time_rounds, warm_up)
 from gpu_sampler import sampler_for_device  # noqa: E402
 
 
@@ -110,41 +111,18 @@ def main():
     models = {"stock": torch.compile(stock), "boundary": torch.compile(boundary_model(stock, fqns)),
               "tk": torch.compile(patched)}
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
-
-    def step(m):
-        loss = m(input_ids=ids, labels=ids).loss
-        loss.backward()
-        return loss
-
-    losses = {}
-    for name, m in models.items():  # compile + warm up
-        for _ in range(2):
-            losses[name] = step(m).item()
-            for prm in m.parameters():
-                prm.grad = None
-    sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
-    ms = {k: [] for k in models}
+    step = make_step(ids)
+    losses = warm_up(models, step)
     names = list(models)
-    for r in range(args.rounds):
-        for name in names[r % 3:] + names[:r % 3]:  # each model first in a third of the rounds
-            m = models[name]
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with sampler.window(name):
-                s.record()
-                for _ in range(args.steps):
-                    step(m)
-                e.record()
-                e.synchronize()
-            ms[name].append(s.elapsed_time(e) / args.steps)
-            for prm in m.parameters():
-                prm.grad = None
+    sampler = sampler_for_device(torch.cuda.get_device_properties(0), torch.cuda.current_device())
+    ms = time_rounds(models, step, args.rounds, args.steps, sampler)
     time.sleep(0.1)
     sampler.close()
     med = {k: statistics.median_low(v) for k, v in ms.items()}
     clocks = {k: sampler.means(k) for k in models}
     print(f"boundary_probe: {torch.cuda.get_device_name()}, {len(fqns)} linears behind an op "
           f"(patch_linear's), {args.rounds} rounds x {args.steps} steps")
-    print(f"loss after warm-up: " + "  ".join(f"{k} {v:.4f}" for k, v in losses.items()))
+    print("loss after warm-up: " + "  ".join(f"{k} {v:.4f}" for k, v in losses.items()))
     print(f"{'model':<10}{'step ms':>9}{'vs stock':>10}{'SM MHz':>8}{'W':>6}")
     for k in models:
         c = clocks[k]

@@ -76,3 +76,59 @@ def test_print_profile_three_models(capsys):
     b.print_profile({"stock": stock, "boundary": boundary, "tk": tk})
     out = capsys.readouterr().out
     assert "2048x2048x8192" in out and "boundary" in out and "stock/tk nan" in out
+
+
+def test_time_rounds_rotates_order_and_drops_grads(monkeypatch):
+    """bench_model's (and boundary_probe's) round loop on the CPU: each model leads equally often
+    (two models alternate, as before the helper), each round runs `steps` steps inside the sampler's
+    window of that model, and grads are dropped between rounds."""
+    import contextlib
+
+    import torch
+    from torch import nn
+
+    b = _bench_model()
+    clock = [0.0]
+
+    class FakeEvent:  # CUDA events on a counter: each step advances it by 1 ms
+        def __init__(self, enable_timing=True):
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return other.t - self.t
+
+    monkeypatch.setattr(b.torch.cuda, "Event", FakeEvent)
+    order, windows = [], []
+
+    class Sampler:
+        @contextlib.contextmanager
+        def window(self, name):
+            windows.append(name)
+            yield
+
+    models = {k: nn.Linear(3, 1) for k in ("stock", "boundary", "tk")}
+
+    def step(m):
+        order.append(next(k for k, v in models.items() if v is m))
+        clock[0] += 1.0
+        loss = m(torch.ones(2, 3)).sum()
+        loss.backward()
+        return loss
+
+    losses = b.warm_up(models, step)
+    assert set(losses) == set(models) and all(m.weight.grad is None for m in models.values())
+    order.clear()
+    ms = b.time_rounds(models, step, rounds=3, steps=2, sampler=Sampler())
+    assert windows == ["stock", "boundary", "tk", "boundary", "tk", "stock", "tk", "stock", "boundary"]
+    assert order == [w for w in windows for _ in range(2)]
+    assert ms == {k: [1.0, 1.0, 1.0] for k in models}
+    assert all(m.weight.grad is None for m in models.values())
+    windows.clear()
+    b.time_rounds({k: models[k] for k in ("stock", "tk")}, step, rounds=2, steps=1, sampler=Sampler())
+    assert windows == ["stock", "tk", "tk", "stock"]
