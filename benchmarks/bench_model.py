@@ -31,23 +31,28 @@ from gpu_sampler import sampler_for_device  # noqa: E402
 
 
 def add_model_args(p):
-    """The model's shape arguments (shared with benchmarks/boundary_probe.py)."""
+    """The model's shape and the rounds' arguments (shared with benchmarks/boundary_probe.py)."""
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=2048)
     p.add_argument("--intermediate", type=int, default=5632)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--steps", type=int, default=5)
 
 
-def stock_model(args):
-    """(config, model): the stock Llama decoder of `args`' shapes, bf16 on the GPU, train mode, seed 0."""
+def stock_and_patched(args):
+    """(config, stock, patched, patch report): the stock Llama decoder of `args`' shapes (bf16 on the
+    GPU, train mode, seed 0) and a patch_linear'd copy of it."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate, num_hidden_layers=args.layers,
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=args.seq)
-    return cfg, LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+    stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+    patched = torch_tk.patch_linear(copy.deepcopy(stock))
+    return cfg, stock, patched, torch_tk.patch_report(patched)
 
 
 def make_step(ids):
@@ -99,17 +104,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None)
     add_model_args(p)
-    p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=5)
     p.add_argument("--profile", action="store_true",
                    help="after timing, profile one step of each model and print GPU time per kernel class")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("bench_model: needs a CUDA GPU")
         return 2
-    cfg, stock = stock_model(args)
-    patched = torch_tk.patch_linear(copy.deepcopy(stock))
-    report = torch_tk.patch_report(patched)
+    cfg, stock, patched, report = stock_and_patched(args)
     models = {"stock": torch.compile(stock), "tk": torch.compile(patched)}
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
     tokens = args.batch * args.seq

@@ -30,10 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import torch_tk
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
-from bench_model import (add_model_args, make_step, merge_profiles, print_profile, profile_step, stock_model,  # noqa: E402
+from bench_model import (add_model_args, make_step, merge_profiles, print_profile, profile_step, stock_and_patched,  # noqa: E402
                          time_rounds, warm_up)
 from gpu_sampler import sampler_for_device  # noqa: E402
 
@@ -97,17 +95,14 @@ def boundary_model(stock, patched_fqns):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(p)
-    p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=5)
     p.add_argument("--profile", action="store_true", help="after timing, bench_model's kernel-class profile of each model")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("boundary_probe: needs a CUDA GPU")
         return 2
-    cfg, stock = stock_model(args)
-    patched = torch_tk.patch_linear(copy.deepcopy(stock))
-    fqns = set(torch_tk.patch_report(patched)["patched"])
+    cfg, stock, patched, report = stock_and_patched(args)
+    fqns = set(report["patched"])
     models = {"stock": torch.compile(stock), "boundary": torch.compile(boundary_model(stock, fqns)),
               "tk": torch.compile(patched)}
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
