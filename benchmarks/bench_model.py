@@ -114,7 +114,6 @@ def main():
     models = {"stock": torch.compile(stock), "tk": torch.compile(patched)}
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="cuda")
     tokens = args.batch * args.seq
-
     step = make_step(ids)
     t0 = time.time()
     losses = warm_up(models, step)

@@ -13,7 +13,7 @@ through them: no fusion of views or casts into the GEMMs, the same allocation pa
   tk / boundary: our kernels against cuBLAS's inside the same graph.
 
 Method: bench_model's model and step (benchmarks/bench_model.py), three models compiled, rounds of
-`--steps` steps rotating the order, the median round per model; benchmarks/gpu_sampler.py's mean SM
+`--steps` steps rotating the order, per model the lower middle round (statistics.median_low); benchmarks/gpu_sampler.py's mean SM
 clock and power per model. `--profile` adds bench_model's per-kernel-class table for all three.
 
     python benchmarks/boundary_probe.py [--rounds 8] [--steps 5] [--profile] [--out result.json]
