@@ -124,6 +124,15 @@ for tool in $tools; do
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san $tool=rc$rc"
 done
+# racecheck where the dynamic schedule's slot hand-off showed WAR hazards (every lane read the slot
+# before the leader's arrival freed it; now the leader alone reads it): 1000x1001x999, whose
+# fp32-out addmm runs the swapped 128x128 kernel (H100 2026-12-06c: 20 errors before, 0 after; ~95 s).
+if [ "$MODE" = sanitize ] && [[ " $tools " == *" racecheck "* ]]; then
+  timeout 200 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 python3 scripts/sanitize_case.py \
+    --shapes=1000x1001x999 >> "$OUT/sanitizer.log" 2>&1
+  rc=$?; [ $rc = 124 ] && rc="timeout"
+  san="$san racecheck(1000x1001x999)=rc$rc"
+fi
 if [ "$MODE" != perf ] && [ "$MODE" != tests ]; then
   # stream-K mode 1's cross-CTA partials and flags, and the one-warpgroup 128x128 kernels on
   # split-K plans (20x200x1000 fp32 out: 4 splits) and with their staging boxes in the stage ring

@@ -453,3 +453,17 @@ def test_acc_coord_structure():
             # register pairs (2i, 2i+1) are adjacent columns of one row (float2 stores)
             assert cells[0][0] == cells[1][0] and cells[1][1] == cells[0][1] + 1
             assert cells[2][0] == cells[3][0] == cells[0][0] + 8
+
+
+@pytest.mark.parametrize("span, reg_step", [(128, 64), (64, 32)])
+def test_acc_coord_column_pairs_in_one_thread(span, reg_step):
+    """Fusion facts benchmarks/NOTES.md (2026-12-06c) relies on: in a 128 x 256 tile's 64 x 256
+    accumulator strip, column c and c + 128 (gate / up of one feature, with the two weights packed
+    in 128-row blocks) are registers r and r + 64 of one thread, and c and c + 64 (RoPE's rotate-half
+    pairs in a 128-wide head) are registers r and r + 32 -- one row, so an epilogue needs no shuffle."""
+    for t in range(128):
+        for r in range(128 - reg_step):
+            row, col = _C.wgmma_acc_coord(t, r)
+            if col % (2 * span) >= span:
+                continue  # the pair's first half only
+            assert tuple(_C.wgmma_acc_coord(t, r + reg_step)) == (row, col + span), (t, r)

@@ -41,23 +41,29 @@ __device__ __forceinline__ int producer_draw_unit(int handed, int rank, bool lea
     }
   } else {
     mbar_wait<true>(&sched_full[slot], parity);
-    u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-    if constexpr (warp_producer(CLUSTER)) __syncwarp();  // every lane read it before the slot is freed
+    u = 0;
+    if (lead) u = *reinterpret_cast<volatile int*>(&sched_unit[slot]);  // read by the thread that frees it
+    if constexpr (warp_producer(CLUSTER)) u = __shfl_sync(0xffffffffu, u, 0);  // lead is lane 0
     if (lead) mbar_arrive_cluster(&sched_empty[slot], 0);
   }
   return u;
 }
 
-// Consumer side, for its `received`-th unit id: every thread of the warp reads the id, then one
-// arrival per warp on rank 0's ring frees the slot.
+// Consumer side, for its `received`-th unit id: the warp's leader (lane 0) reads the id and
+// broadcasts it, then its arrival on rank 0's ring frees the slot. Only the thread whose arrival
+// frees the slot reads it: when every lane read it before a __syncwarp and the leader's arrival,
+// compute-sanitizer racecheck reported the other lanes' reads against the producer's next write
+// of the slot as WAR hazards (1000x1001x999 fp32 out, H100 2026-12-06c), an ordering the PTX
+// memory model gives (bar.warp.sync, then the arrive's release) but the tool does not track.
 template <int CLUSTER, int SLOTS>
 __device__ __forceinline__ int consumer_take_unit(int received, int rank, bool warp_leader, uint64_t* sched_full,
                                                   uint64_t* sched_empty, int* sched_unit) {
   const int slot = received % SLOTS, parity = (received / SLOTS) & 1;
   if (CLUSTER > 1 && rank != 0) mbar_wait<true>(&sched_full[slot], parity);
   else mbar_wait(&sched_full[slot], parity);
-  const int v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
-  __syncwarp();
+  int v = 0;
+  if (warp_leader) v = *reinterpret_cast<volatile int*>(&sched_unit[slot]);
+  v = __shfl_sync(0xffffffffu, v, 0);  // warp_leader is lane 0
   if (warp_leader) {
     if (CLUSTER > 1 && rank != 0) mbar_arrive_cluster(&sched_empty[slot], 0);
     else mbar_arrive(&sched_empty[slot]);
