@@ -171,6 +171,9 @@ def main():
         print(f"GEMMs ours replace: torch / ours {c['gemm_ratio']:.3f} in the model; {TARGET} end to end (kernel time) "
               f"needs {c['gemm_ratio_needed']:.3f} with the rest as measured, {c['gemm_ratio_needed_even_rest']:.3f} "
               f"with the rest as stock's (rest tk / stock {c['rest_ratio']:.3f})")
+        f = c["fusable_us"]
+        print("pointwise an epilogue could absorb (patched step, us): " + ", ".join(f"{k} {v:.0f}" for k, v in f.items())
+              + f"; all of it gone at no cost: {c['ratio_if_fused']:.3f} (kernel time)")
     return 0
 
 
@@ -182,6 +185,11 @@ CLASSES = (("tk gemm", ("gemm_kernel", "skinny_kernel", "splitk_reduce", "pad_li
 
 
 GEMM_OPS = ("aten::mm", "aten::addmm", "tk::gemm", "tk::addmm", "tk::linear")
+
+# Pointwise work a GEMM epilogue could absorb (benchmarks/NOTES.md 2026-12-06c), by Inductor's kernel
+# names (which list the fused ops): the SwiGLU forward / backward ("silu") and RoPE ("cos" and "sin").
+FUSABLE = (("swiglu", lambda low: "triton_" in low and "silu" in low),
+           ("rope", lambda low: "triton_" in low and "cos" in low and "sin" in low))
 
 
 def gemm_mnk(op, shapes):
@@ -244,10 +252,11 @@ def merge_profiles(runs):
         low = name.lower()
         cls = next((c for c, keys in CLASSES if any(k in low for k in keys)), "other")
         classes[cls] += t
+    fusable = {f: sum(t for name, (_, t) in per_kernel.items() if match(name.lower())) for f, match in FUSABLE}
     top = sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:80]  # printed: the first 10
     gemms = [["x".join(map(str, k)), n, t] for k, (n, t) in sorted(per_gemm.items())]
     return {"busy": sum(classes.values()), "classes": classes, "top": [[n, c, t] for n, (c, t) in top],
-            "gemms": gemms}
+            "gemms": gemms, "fusable": fusable}
 
 
 TARGET = 1.03  # the issue's end-to-end target (tokens/s, patched over stock)
@@ -259,7 +268,9 @@ def ceiling(prof, target=TARGET):
     replace (stock's vendor GEMMs minus those left to cuBLAS in the patched model, i.e. lm_head).
     gemm_ratio: stock's time / ours on them now; gemm_ratio_needed: the ratio at which the patched
     step's kernel time is stock's / target, the rest as profiled; ..._even_rest: the same with the
-    patched model's other kernels as fast as stock's; rest_ratio: those other kernels, tk / stock."""
+    patched model's other kernels as fast as stock's; rest_ratio: those other kernels, tk / stock;
+    fusable_us: the patched step's pointwise kernels an epilogue could absorb (FUSABLE), and
+    ratio_if_fused: stock / patched kernel time with all of them gone at no cost (an upper bound)."""
     s, t = prof["stock"], prof["tk"]
     ours = t["classes"]["tk gemm"]
     replaced = s["classes"]["vendor gemm"] - t["classes"]["vendor gemm"]
@@ -267,8 +278,10 @@ def ceiling(prof, target=TARGET):
     allowed = s["busy"] / target
     need = replaced / (allowed - rest_tk) if allowed > rest_tk else float("inf")
     need_even = replaced / (allowed - rest_stock) if allowed > rest_stock else float("inf")
+    fusable = t.get("fusable", {})
     return {"gemm_ratio": replaced / ours if ours else float("nan"), "gemm_ratio_needed": need,
-            "gemm_ratio_needed_even_rest": need_even, "rest_ratio": rest_tk / rest_stock if rest_stock else float("nan")}
+            "gemm_ratio_needed_even_rest": need_even, "rest_ratio": rest_tk / rest_stock if rest_stock else float("nan"),
+            "fusable_us": fusable, "ratio_if_fused": s["busy"] / (t["busy"] - sum(fusable.values()))}
 
 
 def print_profile(prof, clocks=None):

@@ -132,3 +132,21 @@ def test_time_rounds_rotates_order_and_drops_grads(monkeypatch):
     windows.clear()
     b.time_rounds({k: models[k] for k in ("stock", "tk")}, step, rounds=2, steps=1, sampler=Sampler())
     assert windows == ["stock", "tk", "tk", "stock"]
+
+
+def test_fusable_pointwise_and_its_bound():
+    """The SwiGLU / RoPE kernels of the patched step (names as in the 2026-12-06c H100 profile) are summed
+    over every kernel, not only the longest; ratio_if_fused is stock's kernel time over the patched one
+    without them."""
+    b = _bench_model()
+    tk = b.merge_profiles([({"void tk::hopper::gemm_kernel<x>": (84.0, 13644.0),
+                             "triton_poi_fused_mul_silu_silu_backward_view_2": (4.0, 593.0),
+                             "triton_poi_fused_mul_silu_6": (4.0, 355.0),
+                             "triton_poi_fused__to_copy_add_bmm_cat_cos_mul_neg_sin_slice_transpose_unsqueeze_view_3": (4.0, 271.0),
+                             "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_8": (6.0, 260.0),  # RMSNorm: neither
+                             "silu_in_a_vendor_kernel": (1.0, 50.0)}, {})])  # not an Inductor kernel: neither
+    assert tk["fusable"] == {"swiglu": 948.0, "rope": 271.0}
+    stock = b.merge_profiles([({"nvjet_sm90_x": (87.0, 13277.0), "triton_poi_fused_mul_silu_6": (4.0, 347.0)}, {})])
+    c = b.ceiling({"stock": stock, "tk": tk})
+    assert c["fusable_us"] == {"swiglu": 948.0, "rope": 271.0}
+    assert c["ratio_if_fused"] == pytest.approx(stock["busy"] / (tk["busy"] - 1219.0))
