@@ -47,15 +47,11 @@ def swiglu_grads(dh, g, u):
     return dg.to(dh.dtype), du.to(dh.dtype)
 
 
-def separate(dh, g, u):
-    return swiglu_grads(dh, g, u)
-
-
 def stacked(dh, gu, block):
     g, u = unpack(gu, block)
     m, i = dh.shape
     dg, du = swiglu_grads(dh.view(m, i // block, block), g, u)
-    return torch.stack((dg, du), dim=2).reshape(m, 2 * i)
+    return pack(dg.view(m, i), du.view(m, i), block)  # torch.stack over each block's halves
 
 
 def scattered(dh, gu, block):
@@ -70,9 +66,9 @@ def scattered(dh, gu, block):
 
 
 def make_forms(block, compile_=True):
-    """form name -> fn(dh, g, u, gu) returning the packed dgu ([M, 2I])."""
+    """form name -> fn(dh, g, u, gu): `separate` returns (dg, du), the packed forms dgu ([M, 2I])."""
     c = torch.compile if compile_ else (lambda f: f)
-    sep, stk, sca = c(separate), c(lambda dh, gu: stacked(dh, gu, block)), c(lambda dh, gu: scattered(dh, gu, block))
+    sep, stk, sca = c(swiglu_grads), c(lambda dh, gu: stacked(dh, gu, block)), c(lambda dh, gu: scattered(dh, gu, block))
     return {"separate": lambda dh, g, u, gu: sep(dh, g, u),
             "stack": lambda dh, g, u, gu: stk(dh, gu),
             "scatter": lambda dh, g, u, gu: sca(dh, gu)}
