@@ -39,6 +39,9 @@ def add_model_args(p):
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--fuse-mlp", action=argparse.BooleanOptionalAction, default=False,
+                   help="patch_linear(fuse_mlp=True): each SwiGLU MLP's gate / up GEMMs and activation as one "
+                        "tk.linear_swiglu (torch_tk/mlp.py)")
 
 
 def stock_and_patched(args):
@@ -51,7 +54,7 @@ def stock_and_patched(args):
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
-    patched = torch_tk.patch_linear(copy.deepcopy(stock))
+    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", False))
     return cfg, stock, patched, torch_tk.patch_report(patched)
 
 

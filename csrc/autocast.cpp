@@ -48,6 +48,16 @@ struct AutocastOps {
     return op.call(at::autocast::cached_cast(dt, a0, Dev), at::autocast::cached_cast(dt, b0, Dev),
                    at::autocast::cached_cast(dt, a1, Dev), at::autocast::cached_cast(dt, b1, Dev));
   }
+
+  static std::tuple<at::Tensor, at::Tensor> linear_swiglu(const at::Tensor& input, const at::Tensor& gate_weight,
+                                                          const at::Tensor& up_weight) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op =
+        c10::Dispatcher::singleton().findSchemaOrThrow("tk::linear_swiglu", "").typed<decltype(linear_swiglu)>();
+    return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, gate_weight, Dev),
+                   at::autocast::cached_cast(dt, up_weight, Dev));
+  }
 };
 
 }  // namespace
@@ -59,6 +69,7 @@ TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
   m.impl("addmm", &O::addmm);
   m.impl("linear", &O::linear);
   m.impl("gemm_pair", &O::gemm_pair);
+  m.impl("linear_swiglu", &O::linear_swiglu);
 }
 
 TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
@@ -67,4 +78,5 @@ TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
   m.impl("addmm", &O::addmm);
   m.impl("linear", &O::linear);
   m.impl("gemm_pair", &O::gemm_pair);
+  m.impl("linear_swiglu", &O::linear_swiglu);
 }

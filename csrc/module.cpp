@@ -10,6 +10,7 @@
 #include "kittens/common/halfword_window.h"
 #include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
+#include "kittens/common/swiglu.h"
 #include "gemm/hopper/plan.h"
 #include "gemm/hopper/skinny_plan.h"
 
@@ -87,6 +88,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("cdna3_available", [](int) { return false; }, py::arg("device"));
 #endif
   m.def("swizzle128_offset", &kittens::swizzle128_offset, py::arg("row"), py::arg("byte_in_row"));
+  m.def("swiglu_packed_col", &kittens::swiglu_packed_col, py::arg("feature"), py::arg("up"));
+  m.def("swiglu_up_reg", &kittens::swiglu_up_reg, py::arg("gate_reg"));
   m.def("kmajor_offset", &kittens::kmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));

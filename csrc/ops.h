@@ -52,6 +52,16 @@ std::tuple<at::Tensor, at::Tensor> gemm_pair_core(const at::Tensor& a0, const at
 at::Tensor linear_core(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        MatmulBackend backend);
 
+// tk.linear_swiglu's device hook: fills gu (M x 2I, packed gate | up) and h (M x I), both contiguous,
+// from x2d (M x K) and the gate / up weights (I x K each); false declines (the reference runs; the
+// backend notes why).
+using SwiGLUBackend = bool (*)(at::Tensor& gu, at::Tensor& h, const at::Tensor& x2d, const at::Tensor& w_gate,
+                               const at::Tensor& w_up);
+
+// tk.linear_swiglu (csrc/swiglu.cpp): checks, allocation, empty cases, `backend` or the reference.
+std::tuple<at::Tensor, at::Tensor> linear_swiglu_core(const at::Tensor& input, const at::Tensor& gate_weight,
+                                                      const at::Tensor& up_weight, SwiGLUBackend backend);
+
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
                       double alpha, double beta);

@@ -13,6 +13,7 @@ import weakref
 import torch
 from torch import nn
 
+from . import mlp as _mlp
 from . import ops as _ops
 
 log = logging.getLogger("torch_tk")
@@ -113,7 +114,7 @@ def _skip_reason(m, fqn, *, tied, output_fqns, include, exclude, filter_fn):
 
 
 def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_head=True, skip_tied=True,
-                 include_subclasses=False, dry_run=False, strict=False):
+                 include_subclasses=False, dry_run=False, strict=False, fuse_mlp=False):
     """Makes the linear layers of ``model`` run on ``torch.ops.tk.linear`` (in place, idempotent).
 
     Args:
@@ -128,6 +129,11 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         include_subclasses: also patch subclasses of nn.Linear (off: their forward may differ).
         dry_run: change nothing; the report says what would be patched.
         strict: raise RuntimeError when nothing was patched.
+        fuse_mlp: also fuse SwiGLU MLPs (transformers' LlamaMLP, MistralMLP, Qwen2MLP, Qwen3MLP
+            with SiLU, intermediate size a multiple of 128, gate_proj and up_proj patched): their
+            gate and up projections run as one tk.linear_swiglu GEMM with the activation in its
+            epilogue (torch_tk/mlp.py). The report lists them under "fused_mlp"; MLPs left unfused
+            under "skipped" with the reason.
     Returns:
         ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
         "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
@@ -183,6 +189,11 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         if not dry_run:
             m.__class__ = tk_cls
         report["patched"].append(fqn)
+    if fuse_mlp:
+        ids = {id(m) for fqn, m in named if fqn in set(report["patched"])}
+        fused, skipped = _mlp.fuse_mlps(model, lambda lin: id(lin) in ids, dry_run=dry_run)
+        report["fused_mlp"] = fused
+        report["skipped"].update(skipped)
     if strict and not report["patched"]:
         raise RuntimeError(f"torch_tk.patch_linear(strict=True): nothing was patched; skipped: {report['skipped']}")
     report["dry_run"] = dry_run
@@ -194,6 +205,7 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
 
 def unpatch_linear(model):
     """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``."""
+    _mlp.unfuse_mlps(model)
     for _, m in model.named_modules():
         orig = _orig_class(type(m))
         if orig is not None:

@@ -200,6 +200,11 @@ def _linear_fake(input, weight, bias=None):
     return input.new_empty((*input.shape[:-1], weight.shape[0]))
 
 
+@torch.library.register_fake("tk::linear_swiglu")
+def _linear_swiglu_fake(input, gate_weight, up_weight):
+    return _swiglu.fake(input, gate_weight, up_weight)  # (torch_tk/swiglu.py, imported at the end)
+
+
 # ----------------------------------------------------------------------------------------------
 # Autograd: every backward GEMM is itself a tk op on transposed views (no copies)
 # ----------------------------------------------------------------------------------------------
@@ -345,3 +350,6 @@ if not _C.has_cuda_kernels:
     _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
     _cuda_lib.impl("linear", _linear_cuda_ref, "CUDA")
     _cuda_lib.impl("gemm_pair", _gemm_pair_cuda_ref, "CUDA")
+
+
+from . import swiglu as _swiglu  # noqa: E402,F401  (tk.linear_swiglu's fake and autograd; after _cuda_lib)

@@ -51,9 +51,9 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
   return g;
 }
 
-// tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend` (which may decline: then the
-// reference runs).
-template <MatmulBackend Backend>
+// tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
+// `SwiBackend` (either may decline, or be null: then the reference runs).
+template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -71,11 +71,16 @@ struct BackendOps {
                                                       const at::Tensor& b1) {
     return gemm_pair_core(a0, b0, a1, b1, Backend);
   }
+  static std::tuple<at::Tensor, at::Tensor> linear_swiglu(const at::Tensor& input, const at::Tensor& gate_weight,
+                                                          const at::Tensor& up_weight) {
+    return linear_swiglu_core(input, gate_weight, up_weight, SwiBackend);
+  }
   static void register_impls(torch::Library& m) {
     m.impl("gemm", &gemm);
     m.impl("addmm", &addmm);
     m.impl("linear", &linear);
     m.impl("gemm_pair", &gemm_pair);
+    m.impl("linear_swiglu", &linear_swiglu);
   }
 };
 

@@ -270,6 +270,53 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   return true;
 }
 
+// tk.linear_swiglu on the SwiGLU GEMM (launch.h GemmArgs::swiglu_h): x2d row-major, the gate and up
+// weights row-major (B column-major), all K-contiguous; a fixed 128 x 256 plan (the epilogue's
+// tile), unswapped, unclustered, unsplit, no stream-K. Declines (visibly) otherwise.
+bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, const at::Tensor& wg,
+                           const at::Tensor& wu) {
+  const char* why = !is_sm90(x.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
+                    : (x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf)
+                        ? "tk.linear_swiglu: dtype is not bfloat16/float16"
+                    : (!x.is_contiguous() || !wg.is_contiguous() || !wu.is_contiguous() || x.size(1) % 8 != 0 ||
+                       reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 != 0 ||
+                       reinterpret_cast<uintptr_t>(wg.data_ptr()) % 16 != 0 ||
+                       reinterpret_cast<uintptr_t>(wu.data_ptr()) % 16 != 0)
+                        ? "tk.linear_swiglu: input and weights must be contiguous and 16-B aligned with in_features % 8 == 0"
+                    : (x.size(0) > INT_MAX || 2 * wg.size(0) > INT_MAX || x.size(1) > INT_MAX)
+                        ? "tk.linear_swiglu: a dimension exceeds 2^31-1"
+                        : nullptr;
+  if (why != nullptr) {
+    note_fallback(why);
+    return false;
+  }
+  c10::cuda::CUDAGuard guard(x.device());
+  thread_local int context_ready_for = -1;  // (hopper_backend says why)
+  if (context_ready_for != x.get_device()) {
+    C10_CUDA_CHECK(cudaSetDevice(x.get_device()));
+    context_ready_for = x.get_device();
+  }
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  hopper::GemmArgs g{};
+  g.a = x.data_ptr(), g.lda = x.size(1), g.a_mn = false;
+  g.b = wg.data_ptr(), g.ldb = wg.size(1), g.b_mn = false;
+  g.M = int(x.size(0)), g.N = int(2 * wg.size(0)), g.K = int(x.size(1));
+  g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
+  g.out = gu.data_ptr(), g.swiglu_h = h.data_ptr(), g.swiglu_up = wu.data_ptr();
+  g.alpha = 1.f, g.beta = 0.f;
+  const hopper::TileChoice tile{false, 128, 256, 1, 1};
+  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(x.get_device()), true, 1, 0, 4, hopper::kFillNarrowMaxKTiles,
+                             true, /*stream_k=*/0, false, true, 0, 0, 0, false, hopper::kOneWarpgroupWidths,
+                             hopper::kWidth192, hopper::kUnswapOneWave128, &tile);
+  g.plan.ring_staging = false;
+  g.evict_first = g.plan.evict_first;
+  if (g.plan.dynamic) g.unit_counter = hopper::stream_ticket_counter(x.get_device(), stream);
+  const char* err = hopper::gemm_launch(g, stream);
+  TORCH_CHECK(err == nullptr, "tk: Hopper SwiGLU GEMM launch failed: ", err);
+  count_call(Path::hopper);
+  return true;
+}
+
 }  // namespace
 
 bool hopper_available(int device) { return is_sm90(device); }
@@ -291,4 +338,6 @@ const char* hopper_store_variant() {
 
 }  // namespace tk
 
-TORCH_LIBRARY_IMPL(tk, CUDA, m) { tk::BackendOps<&tk::hopper_backend>::register_impls(m); }
+TORCH_LIBRARY_IMPL(tk, CUDA, m) {
+  tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend>::register_impls(m);
+}

@@ -290,9 +290,11 @@ __device__ __forceinline__ void stage_round(const float (&acc)[R], const Epilogu
 // TMA-store epilogue round H of one consumer warpgroup: `fill(stage_base)` writes one of its
 // staging buffers, then one thread issues the box store, which runs on while the warpgroup goes on.
 // xp: stage-removal bits (gemm_experiments.cuh kXpEpi*; 0 outside an experiment build).
+// tma_round_at: the box at output column `col` (tma_round: n0 + H * STORE_COLS; the SwiGLU
+// epilogue's h rounds elsewhere, epilogue_swiglu.cuh).
 template <class L, int H, bool kT, class Fill>
-__device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
-                                          Fill&& fill, int xp = 0, const EpiMarks* marks = nullptr) {
+__device__ __forceinline__ void tma_round_at(const CUtensorMap* tm_out, uint32_t staging, int row0, int col, int cw,
+                                             Fill&& fill, int xp = 0, const EpiMarks* marks = nullptr) {
   const int t = thread_in_warpgroup();
   constexpr int kBuffers = L::STAGING_BUFFERS;
   const uint32_t buffer = staging + (H % kBuffers) * L::STAGING_BUFFER_BYTES;
@@ -321,15 +323,21 @@ __device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t st
     // Compile-time A/B (TK_BUILD_DEFINES=TK_STORE_EVICT_FIRST=1): output boxes under an L2
     // evict_first policy, so that they replace each other rather than the operand panels.
     const uint64_t policy = l2_evict_first_policy();
-    if constexpr (kT) tma_store_2d_hint(tm_out, buffer, row0, n0 + H * L::STORE_COLS, policy);
-    else tma_store_2d_hint(tm_out, buffer, n0 + H * L::STORE_COLS, row0, policy);
+    if constexpr (kT) tma_store_2d_hint(tm_out, buffer, row0, col, policy);
+    else tma_store_2d_hint(tm_out, buffer, col, row0, policy);
 #else
-    if constexpr (kT) tma_store_2d(tm_out, buffer, row0, n0 + H * L::STORE_COLS);
-    else tma_store_2d(tm_out, buffer, n0 + H * L::STORE_COLS, row0);
+    if constexpr (kT) tma_store_2d(tm_out, buffer, row0, col);
+    else tma_store_2d(tm_out, buffer, col, row0);
 #endif
     tma_store_commit();
   }
   epi_mark(marks);
+}
+
+template <class L, int H, bool kT, class Fill>
+__device__ __forceinline__ void tma_round(const CUtensorMap* tm_out, uint32_t staging, int row0, int n0, int cw,
+                                          Fill&& fill, int xp = 0, const EpiMarks* marks = nullptr) {
+  tma_round_at<L, H, kT>(tm_out, staging, row0, n0 + H * L::STORE_COLS, cw, static_cast<Fill&&>(fill), xp, marks);
 }
 
 template <class L, int H, int R>

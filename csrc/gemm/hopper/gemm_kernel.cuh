@@ -18,6 +18,7 @@
 #include "convert.cuh"
 #include "epilogue.cuh"
 #include "epilogue_split_k.cuh"
+#include "epilogue_swiglu.cuh"
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
@@ -514,6 +515,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                 for (int i = 0; i < L::BN / 2; ++i) acc[i] += __ldcg(ws + i * kWarpgroupThreads);
               }
             }
+          }
+          if constexpr (L::kSwiGLU) {  // tm_out_tail: h's map (launch_impl.cuh)
+            store_unit_swiglu<L>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+            continue;
           }
           if constexpr (L::kTmaStore) {
             if constexpr (L::kDeferred) {

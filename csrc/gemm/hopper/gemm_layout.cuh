@@ -27,8 +27,10 @@ using namespace kittens::hopper;
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6; 64-row token tiles 64 x 144 / 160: 8
 // instead of 7, 64 x 176 / 192: 7 instead of 6, 64 x 224: 6 instead of 5).
+// SWIGLU_: the SwiGLU epilogue (epilogue_swiglu.cuh): besides the packed gate | up product the unit
+// stores h = silu(gate) * up; 128 x 256 unclustered tiles, K-major X and Y, no deferred rounds.
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false>
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, bool SWIGLU_ = false>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
@@ -40,6 +42,10 @@ struct gemm_layout {
                                    (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
                 "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
+  static constexpr bool kSwiGLU = SWIGLU_;
+  static_assert(!SWIGLU_ || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
+                             !YMn && !RING_STAGING_ && sizeof(OutT) == 2),
+                "SwiGLU epilogue: 128 x 256 unclustered tiles, K-major operands, 16-bit output");
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
   static constexpr int BM = BM_, BN = BN_, CONSUMERS = BM_ / WG_ROWS_, STRIPS = WG_ROWS_ / 64, CLUSTER = CLUSTER_;
   using a_tile = st_operand<BM, XMn>;
@@ -116,7 +122,8 @@ struct gemm_layout {
 #endif
   // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
   // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound ? 0
+  // Nor in the SwiGLU kernels (their h rounds need the gate and up halves at once).
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound || SWIGLU_ ? 0
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;

@@ -49,6 +49,13 @@ struct GemmArgs {
   // completion. Set after this call's re-pitch copy (pad_lines_launch), and for every call under
   // TK_HOPPER_PDL=1 (dispatch.cpp).
   bool dependent = false;
+  // The SwiGLU GEMM (epilogue_swiglu.cuh): non-null, B is two matrices, the gate weight at `b` and
+  // the up weight at `swiglu_up` (each K x N / 2, column-major, ld = ldb: nn.Linear weights), `out`
+  // is their product packed gate | up (kittens/common/swiglu.h; N % 256 == 0) and h[M, N / 2]
+  // (row-major, 16-B aligned) = silu(gate) * up is written to `swiglu_h`. Needs a 128 x 256 plan,
+  // unswapped, unsplit, unclustered, no stream-K, A row-major, a 16-bit output and no C (alpha 1).
+  void* swiglu_h = nullptr;
+  const void* swiglu_up = nullptr;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

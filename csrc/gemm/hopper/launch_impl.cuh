@@ -99,7 +99,8 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const CUtensorMapL2promotion promo_x = operand_promo(uint64_t(op.ldx) * sizeof(T)),
                                 promo_y = operand_promo(uint64_t(op.ldy) * sizeof(T));
   if (make_tma_desc(&tx, gx, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter, promo_x) != CUDA_SUCCESS ||
-      make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y) != CUDA_SUCCESS)
+      (!L::kSwiGLU &&
+       make_tma_desc(&ty, gy, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y) != CUDA_SUCCESS))
     return "cuTensorMapEncodeTiled failed";
   // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
   // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
@@ -116,6 +117,16 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       (y_tail_rows > 0 &&
        make_tma_desc(&ty_tail, gy, tma_dtype<T>(), L::b_tile::kBoxInner, y_tail_rows, promo_y) != CUDA_SUCCESS))
     return "cuTensorMapEncodeTiled failed (tail box)";
+  if constexpr (L::kSwiGLU) {
+    // Gate (ty) and up (ty_tail) weights, K x cols / 2 each, 128-row boxes (producer_loads.cuh).
+    const gl2d gg{op.y, K, uint64_t(op.cols / 2), uint64_t(op.ldy), 2}, gu{g.swiglu_up, K, uint64_t(op.cols / 2),
+                                                                            uint64_t(op.ldy), 2};
+    if (g.swiglu_up == nullptr || reinterpret_cast<uintptr_t>(g.swiglu_up) % 16 != 0 || !tma_describable(gg) ||
+        !tma_describable(gu) ||
+        make_tma_desc(&ty, gg, tma_dtype<T>(), L::b_tile::kBoxInner, L::BN / 2, promo_y) != CUDA_SUCCESS ||
+        make_tma_desc(&ty_tail, gu, tma_dtype<T>(), L::b_tile::kBoxInner, L::BN / 2, promo_y) != CUDA_SUCCESS)
+      return "the SwiGLU GEMM's gate / up weights cannot be described by TMA descriptors";
+  }
 
   const GemmPlan& p = g.plan;
   const int64_t units = int64_t(ceil_div(op.rows, L::BM * L::CLUSTER)) * ceil_div(op.cols, L::BN) * p.splits;
@@ -206,6 +217,16 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS &&
                 (!L::kPartialRound || make_tma_desc(&tout_tail, go, tma_dtype<OutT>(), 64, L::LAST_COLS) == CUDA_SUCCESS);
+  }
+  if constexpr (L::kSwiGLU) {
+    // h's map in tout_tail's place (gemm_kernel.cuh); every unit stores through both maps, and the
+    // epilogue has no other variant (no deferred rounds, no plain body, no C).
+    const gl2d gh{g.swiglu_h, uint64_t(N / 2), uint64_t(g.M), uint64_t(N / 2), uint32_t(sizeof(OutT))};
+    if (!tma_store || p.swap_ab || N % 256 != 0 || ep.c != nullptr || ep.alpha != 1.f ||
+        reinterpret_cast<uintptr_t>(g.swiglu_h) % 16 != 0 || !tma_describable(gh) ||
+        make_tma_desc(&tout_tail, gh, tma_dtype<OutT>(), 64, 64) != CUDA_SUCCESS)
+      return "the SwiGLU epilogue needs TMA-storable gu and h (16-B aligned rows, N % 256 == 0), no C, alpha 1";
+    ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue_split_k.cuh store_unit_partial_tma) where it is describable: rows of N floats a
@@ -373,6 +394,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     }
   } else {
     if constexpr (BN == 256) {
+      if (g.swiglu_h != nullptr) {  // the SwiGLU epilogue (launch.h GemmArgs::swiglu_h)
+        if constexpr (!XMn && !YMn && sizeof(OutT) == 2) {
+          const GemmPlan& p = g.plan;
+          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+            return "the SwiGLU epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
+          return detail::launch_layout<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, true>>(g, op, s);
+        } else {
+          return "the SwiGLU epilogue needs K-contiguous operands and a 16-bit output";
+        }
+      }
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
@@ -405,6 +436,7 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
+  if (g.swiglu_h != nullptr && (BN != 256 || BM != 128)) return "the SwiGLU epilogue runs on 128 x 256 tiles only";
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
   const bool swap = g.plan.swap_ab;

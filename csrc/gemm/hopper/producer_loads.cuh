@@ -15,6 +15,7 @@ using namespace kittens::hopper;
 struct UnitLoads {
   const CUtensorMap* map_x;  // X's map: the tail map for the last row tile (gemm_layout kXTail), else tm_a
   const CUtensorMap* map_y;
+  const CUtensorMap* map_y2;  // SwiGLU kernels (gemm_layout kSwiGLU): the up weight's map (map_y: the gate's)
   int m0, n0;                // first row of X / column of Y of this CTA's tile
   uint32_t stage_tx;         // bytes a stage's full barrier expects (zero-filled ones past K included)
   bool x_none;               // a cluster's CTA past the last row tile: no X load
@@ -34,6 +35,8 @@ __device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int
   const bool y_tail = L::kYTail && ep.y_tail_rows > 0 && u.n0 + L::BN > N;
   u.map_x = x_tail ? tm_a_tail : tm_a;
   u.map_y = y_tail ? tm_b_tail : tm_b;
+  u.map_y2 = tm_b_tail;  // (read by the SwiGLU kernels only, whose N has no tail: N % 256 == 0)
+  if constexpr (L::kSwiGLU) u.map_y = tm_b;
   // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
   constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
   const uint32_t x_bytes = u.x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
@@ -72,7 +75,13 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
     uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
     const int k0 = (kt + j) * L::BK;
     if (!u.x_none) L::a_tile::load(sub, u.map_x, &full[s], u.m0, k0, hint_x, evict_first);
-    if constexpr (L::CLUSTER > 1) {
+    if constexpr (L::kSwiGLU) {
+      // The tile's Y rows 0..127 are gate rows n0 / 2 .., rows 128..255 the up rows of the same
+      // features (kittens/common/swiglu.h), each half a 128-row box through its own map.
+      using half = st_operand<L::BN / 2, false>;
+      half::load(sub + L::a_tile::kBytes, u.map_y, &full[s], u.n0 / 2, k0, hint_y, evict_first);
+      half::load(sub + L::a_tile::kBytes + half::kBytes, u.map_y2, &full[s], u.n0 / 2, k0, hint_y, evict_first);
+    } else if constexpr (L::CLUSTER > 1) {
       if (!u.y_none)
         L::b_tile::load_slice(sub + L::a_tile::kBytes, L::kYSliceTail ? u.map_y : tm_b, &full[s], u.n0, k0, rank,
                               uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);

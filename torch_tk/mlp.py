@@ -1,0 +1,89 @@
+"""SwiGLU MLP fusion for patch_linear(model, fuse_mlp=True).
+
+A transformers SwiGLU MLP (``down_proj(act_fn(gate_proj(x)) * up_proj(x))`` with SiLU: LlamaMLP,
+MistralMLP, Qwen2MLP, Qwen3MLP) gets a tk subclass of its own class whose forward is
+``down_proj(linear_swiglu(x, gate_proj.weight, up_proj.weight)[1])``: the gate and up GEMMs run as
+one, and the activation runs in its epilogue (torch_tk/swiglu.py). As for the linear layers, only
+the class changes: module objects, Parameters, state_dict keys and optimizer references stay.
+Why: in bench_model's patched step the SwiGLU forward's pointwise kernel took 355 us of ~31 ms
+(H100, 2026-12-06c; docs/epilogue-fusion.md).
+"""
+import torch
+from torch import nn
+
+from . import ops as _ops
+from .swiglu import BLOCK
+
+# transformers' SwiGLU MLP classes whose forward is down_proj(act_fn(gate_proj(x)) * up_proj(x)).
+SWIGLU_MLP_CLASSES = ("LlamaMLP", "MistralMLP", "Qwen2MLP", "Qwen3MLP")
+_FUSED = {}  # original class -> fused class
+_ORIG = {}   # fused class -> original class
+
+
+def _fused_forward(self, x):
+    _, h = _ops._call_op(torch.ops.tk.linear_swiglu.default, x, self.gate_proj.weight, self.up_proj.weight)
+    return self.down_proj(h)
+
+
+def fused_class(cls):
+    """The fused subclass of a SwiGLU MLP class (created once)."""
+    if cls not in _FUSED:
+        tk_cls = type(f"TK{cls.__name__}", (cls,), {"forward": _fused_forward, "__module__": __name__})
+        _FUSED[cls], _ORIG[tk_cls] = tk_cls, cls
+    return _FUSED[cls]
+
+
+def _is_silu(act):
+    """nn.SiLU, or transformers' SiLUActivation (ACT2FN["silu"]: forward = F.silu)."""
+    t = type(act)
+    return isinstance(act, nn.SiLU) or (t.__name__ == "SiLUActivation" and t.__module__.startswith("transformers"))
+
+
+def skip_reason(m, is_patched):
+    """Why the MLP module ``m`` cannot be fused (None: it can). ``is_patched(module)``: whether
+    patch_linear put that linear layer on the tk kernels (fusion follows its include / exclude)."""
+    gate, up, down = (getattr(m, n, None) for n in ("gate_proj", "up_proj", "down_proj"))
+    if not all(isinstance(x, nn.Linear) for x in (gate, up, down)):
+        return "gate_proj / up_proj / down_proj are not all nn.Linear"
+    if not (is_patched(gate) and is_patched(up)):
+        return "gate_proj or up_proj is not patched (include / exclude / filter_fn)"
+    if not _is_silu(getattr(m, "act_fn", None)):
+        return f"act_fn is {type(getattr(m, 'act_fn', None)).__name__}, not SiLU"
+    if "forward" in m.__dict__:
+        return "forward replaced on the instance"
+    if gate.bias is not None or up.bias is not None:
+        return "gate_proj / up_proj have a bias"
+    if gate.weight.shape != up.weight.shape or gate.weight.dtype != up.weight.dtype:
+        return "gate_proj and up_proj weights differ in shape or dtype"
+    if gate.weight is up.weight:
+        return "gate_proj and up_proj share one weight"
+    if gate.weight.shape[0] % BLOCK:
+        return f"intermediate size {gate.weight.shape[0]} is not a multiple of {BLOCK}"
+    return None
+
+
+def fuse_mlps(model, is_patched, dry_run=False):
+    """Fuses every fusable SwiGLU MLP of ``model`` (in place). Returns (fused fqns, {fqn: reason})."""
+    fused, skipped = [], {}
+    for fqn, m in model.named_modules():
+        cls = type(m)
+        if cls in _ORIG:
+            fused.append(fqn)
+            continue
+        if cls.__name__ not in SWIGLU_MLP_CLASSES:
+            continue
+        why = skip_reason(m, is_patched)
+        if why is not None:
+            skipped[fqn] = why
+            continue
+        if not dry_run:
+            m.__class__ = fused_class(cls)
+        fused.append(fqn)
+    return fused, skipped
+
+
+def unfuse_mlps(model):
+    """Restores the original class of every fused MLP of ``model``."""
+    for _, m in model.named_modules():
+        if type(m) in _ORIG:
+            m.__class__ = _ORIG[type(m)]
