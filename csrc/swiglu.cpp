@@ -77,6 +77,7 @@ std::tuple<at::Tensor, at::Tensor> linear_swiglu_core(const at::Tensor& input, c
   at::Tensor gu2d = gu.view({M, 2 * I}), h2d = h.view({M, I});
   if (backend == nullptr || !backend(gu2d, h2d, x2d, gate_weight, up_weight)) {
     if (input.device().is_cpu()) count_call(Path::cpu);
+    else if (backend == nullptr) note_fallback("tk.linear_swiglu: no kernel on this backend (the SwiGLU GEMM is Hopper's)");
     reference_swiglu(gu2d, h2d, x2d, gate_weight, up_weight);
   }
   return {gu, h};

@@ -133,6 +133,13 @@ if [ "$MODE" = sanitize ] && [[ " $tools " == *" racecheck "* ]]; then
   rc=$?; [ $rc = 124 ] && rc="timeout"
   san="$san racecheck(1000x1001x999)=rc$rc"
 fi
+# The SwiGLU GEMM (tk.linear_swiglu: two weight maps, h rounds, held rounds), each tool of the mode.
+for tool in $tools; do
+  [ "$MODE" = sanitize ] || [ $tool = memcheck ] || continue
+  timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_swiglu.py >> "$OUT/sanitizer.log" 2>&1
+  rc=$?; [ $rc = 124 ] && rc="timeout"
+  san="$san $tool(swiglu)=rc$rc"
+done
 if [ "$MODE" != perf ] && [ "$MODE" != tests ]; then
   # stream-K mode 1's cross-CTA partials and flags, and the one-warpgroup 128x128 kernels on
   # split-K plans (20x200x1000 fp32 out: 4 splits) and with their staging boxes in the stage ring

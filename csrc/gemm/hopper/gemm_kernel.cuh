@@ -314,9 +314,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       return u;
     };
     // Deferred epilogue (ep.deferred, TMA-store modes): the previous unit's strip as packed
-    // 16-bit pairs, its rounds [held_round, STORE_ROUNDS) not yet stored (epilogue.cuh pack_unit).
+    // 16-bit pairs, its rounds [held_round, EPI_ROUNDS) not yet stored (epilogue.cuh pack_unit; the
+    // SwiGLU kernels' epilogue_swiglu.cuh pack_swiglu_held).
     uint32_t held[L::HELD_WORDS];
-    int held_round = L::STORE_ROUNDS, held_row0 = 0, held_n0 = 0;
+    int held_round = L::EPI_ROUNDS, held_row0 = 0, held_n0 = 0;
     // (Deferred rounds only with one strip per warpgroup: its staging is strip cw's.)
     const uint32_t held_staging_s = smem_u32(staging + cw * L::STRIP_STAGING_BYTES);
     // One stage's wgmmas as one commit group (its full barrier passed; the fence follows the
@@ -370,9 +371,11 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
     // The unit loop and epilogue, inlined once per body (plain_body.cuh; `ep`, `store_mode`: the body's).
     auto consume = [&](const Epilogue<typename L::out_t>& ep, const int store_mode) __attribute__((always_inline)) {
-      auto store_held = [&](int h) {  // stores held round h (< STORE_ROUNDS) of the previous unit
+      auto store_held = [&](int h) {  // stores held round h (< EPI_ROUNDS) of the previous unit
         if constexpr (L::kDeferred)
           store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
+        if constexpr (L::SWIGLU_HELD > 0)
+          store_swiglu_held<L>(h, held, &tm_out, &tm_out_tail, held_staging_s, held_row0, held_n0, cw);
       };
       int u = first_unit;
       enter_tail(u, in_sk);
@@ -423,7 +426,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           if (tc && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
           issue_stage(s, false);
           // A held round of the previous unit goes out while this k tile's wgmmas run.
-          if (held_round < L::STORE_ROUNDS) store_held(held_round++);
+          if (held_round < L::EPI_ROUNDS) store_held(held_round++);
           // Keep this stage's wgmmas in flight; the previous stage's are done and can be released.
           wgmma_wait<1>();
 #pragma unroll
@@ -464,7 +467,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           if constexpr (L::EARLY_KTILES > 0) {
             if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
                 kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
-              while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+              while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
               // Every round packed (the held ones and the immediate ones), the next unit's first
               // k tiles issued on the freed accumulators, then the immediate rounds stored.
               pack_unit<L>(acc, held, ep, row0, n0, M, N);
@@ -517,13 +520,18 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
           }
           if constexpr (L::kSwiGLU) {  // tm_out_tail: h's map (launch_impl.cuh)
+            while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             store_unit_swiglu<L>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
+            if constexpr (L::SWIGLU_HELD > 0) {
+              pack_swiglu_held<L>(acc, held);
+              held_round = L::SWIGLU_FIRST_HELD, held_row0 = row0, held_n0 = n0;
+            }
             continue;
           }
           if constexpr (L::kTmaStore) {
             if constexpr (L::kDeferred) {
               if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed)) {
-                while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
+                while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
                 if (store_mode == kStoreTma)
                   store_rounds_packed<L, false, L::FIRST_HELD_ROUND>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0,
                                                                      n0, M, N, cs, round_marks);
@@ -585,7 +593,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         write_trace(trace_record(trace_buf, 1), tr, tn, trace_g0, trace_c0);
       }
       if (span_g0 != 0 && cw == 0 && thread_in_warpgroup() == 0) write_span(trace_buf, span_g0);
-      while (held_round < L::STORE_ROUNDS) store_held(held_round++);  // the last unit's
+      while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // the last unit's
       if constexpr (L::kTmaStore) {
         if (store_mode != kStoreRegisters && store_mode != kStoreStaged && thread_in_warpgroup() == 0)
           tma_store_wait<0>();  // global writes done before exit

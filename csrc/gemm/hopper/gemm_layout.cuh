@@ -127,7 +127,17 @@ struct gemm_layout {
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
-  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : 1;
+  // The SwiGLU kernels' epilogue rounds: STORE_ROUNDS of the gate | up product, then the h rounds
+  // (epilogue_swiglu.cuh); their last SWIGLU_HELD of them wait in registers for the next unit's
+  // mainloop, as the deferred rounds do (their own path: kDeferred stays false).
+  // TK_SWIGLU_HELD (build define, A/B): 0, 2 or 4 held rounds.
+#ifndef TK_SWIGLU_HELD
+#define TK_SWIGLU_HELD 4
+#endif
+  static constexpr int EPI_ROUNDS = STORE_ROUNDS + (SWIGLU_ ? 2 : 0);
+  static constexpr int SWIGLU_HELD = SWIGLU_ ? TK_SWIGLU_HELD : 0, SWIGLU_FIRST_HELD = EPI_ROUNDS - SWIGLU_HELD;
+  static_assert(SWIGLU_HELD % 2 == 0 && SWIGLU_HELD <= EPI_ROUNDS, "whole buffer pairs of held rounds");
+  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : SWIGLU_HELD > 0 ? SWIGLU_HELD * STORE_COLS / 4 : 1;
   // Early k tiles (deferred epilogue with immediate rounds: BN 192, 256): the unit's rounds all
   // packed into 16-bit pairs (the held ones and the immediate ones), the next unit's first
   // EARLY_KTILES k tiles are issued on the freed accumulators before the immediate rounds are

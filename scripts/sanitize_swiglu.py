@@ -1,0 +1,38 @@
+"""A small tk.linear_swiglu workload for compute-sanitizer (memcheck / racecheck / synccheck): the
+SwiGLU GEMM (csrc/gemm/hopper/epilogue_swiglu.cuh) on shapes with M and K tails, units of one k
+tile (held rounds flushed by the next unit's epilogue) and several units per CTA; each result
+checked against float64 (relative Frobenius norm). Exit status 1 on a wrong result.
+
+    compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py
+"""
+import sys
+
+import torch
+
+import torch_tk
+
+SHAPES = ((300, 64, 384), (1100, 520, 2560), (4097, 72, 1280), (129, 1000, 256))  # (M, K, I)
+
+
+def main():
+    if not (torch.cuda.is_available() and torch_tk.hopper_available()):
+        print("sanitize_swiglu.py: needs a Hopper GPU", file=sys.stderr)
+        return 2
+    bad = 0
+    for m, k, i in SHAPES:
+        for dt in (torch.bfloat16, torch.float16):
+            x = torch.randn(m, k, device="cuda", dtype=dt)
+            wg, wu = ((torch.randn(i, k, device="cuda") * k ** -0.5).to(dt) for _ in range(2))
+            gu, h = torch_tk.linear_swiglu(x, wg, wu)
+            g64, u64 = x.double() @ wg.double().t(), x.double() @ wu.double().t()
+            h64 = torch.nn.functional.silu(g64) * u64
+            g, u = torch_tk.gate_up_views(gu)
+            errs = [((a.reshape(m, i).double() - b).norm() / b.norm()).item() for a, b in ((g, g64), (u, u64), (h, h64))]
+            ok = all(e < 1e-2 for e in errs)
+            bad += not ok
+            print(f"{m}x{k}x{i} {dt}: rel err gate/up/h {errs[0]:.1e} {errs[1]:.1e} {errs[2]:.1e} {'ok' if ok else 'WRONG'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
