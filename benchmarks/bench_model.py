@@ -12,7 +12,9 @@ training run: on the H200 both models then run at the 700-W cap's power-cap cloc
 sample (clock_reasons.py), while short runs (--rounds 3 --steps 3) read boost clocks and ratios
 1-3% higher for the patched model (2026-12-05c: 0.993-1.007 short, 0.978-0.984 sustained).
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
-both models. Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
+both models. The patched model is patch_linear(model, fuse_mlp=True): its SwiGLU MLPs run gate / up
+and the activation as one tk.linear_swiglu (H100 2026-12-06d, alternating processes: 0.991 / 0.990
+against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only). Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
 import copy
@@ -39,9 +41,9 @@ def add_model_args(p):
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--fuse-mlp", action=argparse.BooleanOptionalAction, default=False,
-                   help="patch_linear(fuse_mlp=True): each SwiGLU MLP's gate / up GEMMs and activation as one "
-                        "tk.linear_swiglu (torch_tk/mlp.py)")
+    p.add_argument("--fuse-mlp", action=argparse.BooleanOptionalAction, default=True,
+                   help="patch_linear(fuse_mlp=True) (default): each SwiGLU MLP's gate / up GEMMs and activation as "
+                        "one tk.linear_swiglu (torch_tk/mlp.py); --no-fuse-mlp: the linear layers only")
 
 
 def stock_and_patched(args):
@@ -54,7 +56,7 @@ def stock_and_patched(args):
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
-    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", False))
+    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True))
     return cfg, stock, patched, torch_tk.patch_report(patched)
 
 
@@ -190,8 +192,9 @@ CLASSES = (("tk gemm", ("gemm_kernel", "skinny_kernel", "splitk_reduce", "pad_li
 GEMM_OPS = ("aten::mm", "aten::addmm", "tk::gemm", "tk::addmm", "tk::linear")
 
 # Pointwise work a GEMM epilogue could absorb (benchmarks/NOTES.md 2026-12-06c), by Inductor's kernel
-# names (which list the fused ops): the SwiGLU forward / backward ("silu") and RoPE ("cos" and "sin").
-FUSABLE = (("swiglu", lambda low: "triton_" in low and "silu" in low),
+# names (which list the fused ops): the SwiGLU forward / backward ("silu"; "sigmoid" where the backward is
+# torch_tk/swiglu.py's swiglu_grads, in a fuse_mlp model) and RoPE ("cos" and "sin").
+FUSABLE = (("swiglu", lambda low: "triton_" in low and ("silu" in low or "sigmoid" in low)),
            ("rope", lambda low: "triton_" in low and "cos" in low and "sin" in low))
 
 

@@ -150,3 +150,6 @@ def test_fusable_pointwise_and_its_bound():
     c = b.ceiling({"stock": stock, "tk": tk})
     assert c["fusable_us"] == {"swiglu": 948.0, "rope": 271.0}
     assert c["ratio_if_fused"] == pytest.approx(stock["busy"] / (tk["busy"] - 1219.0))
+    # a fuse_mlp model's SwiGLU backward (torch_tk/swiglu.py swiglu_grads; H100 2026-12-06d name)
+    fused = b.merge_profiles([({"triton_poi_fused__to_copy_add_mul_rsub_select_sigmoid_view_0": (4.0, 600.0)}, {})])
+    assert fused["fusable"] == {"swiglu": 600.0, "rope": 0.0}

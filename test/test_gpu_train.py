@@ -58,7 +58,8 @@ def _check(out, ref, tol, what):
     return err
 
 
-_LAYOUT_RE = re.compile(r"gemm_layout<[^<>]*?,\s*(true|false),\s*(true|false)\s*(?:,\s*\d+\s*)?>")
+# gemm_layout<T, OutT, XMn, YMn, BN, ...>: the two flags after the element types.
+_LAYOUT_RE = re.compile(r"gemm_layout<\s*[\w:]+,\s*[\w:]+,\s*(true|false),\s*(true|false),")
 
 
 def _is_tk_kernel(name):
