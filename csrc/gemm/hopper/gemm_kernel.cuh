@@ -31,16 +31,7 @@ namespace tk::hopper {
 using namespace kittens;
 using namespace kittens::hopper;
 
-// Persistent: CTA b takes work unit b first (kittens::work_unit), then either b + gridDim.x, ...
-// (static) or, with a `unit_counter` (dynamic), the next unit not yet taken by any CTA: ticket
-// gridDim.x + atomicAdd(unit_counter, 1), drawn by the producer once it has issued the loads of
-// its current unit and handed to the consumers through the sched ring. In a 2-CTA cluster (units
-// counted per cluster) rank 0's producer draws the ticket and writes it into both CTAs' rings.
-// Dynamic order keeps the CTAs that share an operand panel (neighbouring units) in step however
-// the SMs' speeds drift, so the panel is read from DRAM once (ncu, 8192x57344x8192: static 19 GB
-// of DRAM reads against cuBLAS's 8.5 GB). The stage ring and its parities run on across units, so
-// the producer fills the next unit's stages while the consumers are still in the previous unit's
-// epilogue.
+// Persistent, statically or dynamically scheduled: sched_ring.cuh says how and why.
 // Named barrier of the early start (ids 1.. are the epilogue's, one per 64-row strip), and the
 // early release's vote, one per consumer warpgroup (kVoteBarrier + cw).
 constexpr int kStartBarrier = 8;
@@ -97,10 +88,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(smem_u32(grid_consts + i)));
     return v;
   };
-  // Stream-K: whole-tile units [0, dp_units), then this CTA's stream-K iterations [sk_lo, sk_hi)
-  // (offset by dp_units), walked from the back: in stream-K mode (in_sk) a unit id is the end of
-  // the iterations still to do. A schedule switches to them once its next whole-tile id is past
-  // dp_units.
+  // Stream-K: whole-tile units [0, dp_units), then this CTA's stream-K iterations [sk_lo, sk_hi) (offset by
+  // dp_units), walked from the back: in stream-K mode (in_sk) a unit id is the end of the iterations
+  // still to do. A schedule switches to them once its next whole-tile id is past dp_units.
   const int dp_units = units - (L::kStreamK ? ep.sk_tiles : 0);
   const int64_t sk_iters = int64_t(L::kStreamK ? ep.sk_tiles : 0) * k_tiles;
   const int sk_parts = ep.sk_parts > 0 ? ep.sk_parts : int(gridDim.x);  // CTAs past it: no tail work
@@ -313,9 +303,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       enter_tail(u, in_sk);
       return u;
     };
-    // Deferred epilogue (ep.deferred, TMA-store modes): the previous unit's strip as packed
-    // 16-bit pairs, its rounds [held_round, EPI_ROUNDS) not yet stored (epilogue.cuh pack_unit; the
-    // SwiGLU kernels' epilogue_swiglu.cuh pack_swiglu_held).
+    // Deferred epilogue (ep.deferred, TMA-store modes; SwiGLU kernels: epilogue_swiglu.cuh): the previous
+    // unit's strip as packed 16-bit pairs, its rounds [held_round, EPI_ROUNDS) not yet stored.
     uint32_t held[L::HELD_WORDS];
     int held_round = L::EPI_ROUNDS, held_row0 = 0, held_n0 = 0;
     // (Deferred rounds only with one strip per warpgroup: its staging is strip cw's.)
@@ -522,10 +511,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           if constexpr (L::kSwiGLU) {  // tm_out_tail: h's map (launch_impl.cuh)
             while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // a unit of fewer k tiles than rounds
             store_unit_swiglu<L>(acc, ep, &tm_out, &tm_out_tail, my_staging_s, row0, n0, M, N, cs);
-            if constexpr (L::SWIGLU_HELD > 0) {
-              pack_swiglu_held<L>(acc, held);
-              held_round = L::SWIGLU_FIRST_HELD, held_row0 = row0, held_n0 = n0;
-            }
+            pack_swiglu_held<L>(acc, held);  // (none when SWIGLU_HELD is 0: FIRST_HELD is EPI_ROUNDS)
+            held_round = L::SWIGLU_FIRST_HELD, held_row0 = row0, held_n0 = n0;
             continue;
           }
           if constexpr (L::kTmaStore) {
