@@ -9,13 +9,16 @@ call (median of rounds) and each form's time over stock's.
     python benchmarks/swiglu_bench.py [--tokens 8192] [--hidden 2048] [--intermediate 5632] [--backward]
 """
 import argparse
-import statistics
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
 import torch_tk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # interleave, also when loaded by path
+import interleave  # noqa: E402
 
 
 def forms():
@@ -68,26 +71,14 @@ def main(argv=None):
             with torch.no_grad():
                 f(x, wg, wu)
 
-    times = {n: [] for n in fs}
     for f in fs.values():
         call(f), call(f)  # compile / warm up
-    for _ in range(args.rounds):
-        for n, f in fs.items():
-            call(f)
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(args.iters):
-                call(f)
-            e.record()
-            torch.cuda.synchronize()
-            times[n].append(s.elapsed_time(e) * 1e3 / args.iters)
+    times = interleave.rounds({n: (lambda f=f: call(f)) for n, f in fs.items()}, args.rounds, args.iters)
     print(f"swiglu_bench: {torch.cuda.get_device_name()}, {args.dtype}, x {args.tokens} x {k}, I {i}, "
           f"{'forward + backward' if args.backward else 'forward'}, {args.rounds} rounds x {args.iters} calls; "
           f"fused rel err {err:.1e}")
-    base = statistics.median(times["stock"])
-    for n in fs:
-        us = statistics.median(times[n])
-        print(f"  {n:<6} {us:9.1f} us  x{us / base:.3f} of stock  (rounds {min(times[n]):.1f}..{max(times[n]):.1f})")
+    for n, us, ratio in interleave.summary(times, "stock"):
+        print(f"  {n:<6} {us:9.1f} us  x{ratio:.3f} of stock  (rounds {min(times[n]):.1f}..{max(times[n]):.1f})")
     return 0
 
 

@@ -16,10 +16,13 @@ form is checked against a float64 reference first (relative Frobenius norm).
     python benchmarks/swiglu_probe.py [--tokens 8192] [--intermediate 5632] [--block 128] [--rounds 5]
 """
 import argparse
-import statistics
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # interleave, also when loaded by path
+import interleave  # noqa: E402
 
 FORMS = ("separate", "stack", "scatter")
 
@@ -107,25 +110,12 @@ def main(argv=None):
     gu = pack(g, u, args.block)
     forms = make_forms(args.block)
     errs = check(forms, dh, g, u, args.block, tol=1e-2)
-    times = {f: [] for f in FORMS}
-    for _ in range(args.rounds):  # interleaved rounds, CUDA events, `iters` calls each
-        for f in FORMS:
-            fn = forms[f]
-            fn(dh, g, u, gu)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(args.iters):
-                fn(dh, g, u, gu)
-            end.record()
-            torch.cuda.synchronize()
-            times[f].append(start.elapsed_time(end) * 1e3 / args.iters)
+    times = interleave.rounds({f: (lambda fn=forms[f]: fn(dh, g, u, gu)) for f in FORMS}, args.rounds, args.iters)
     moved = 5 * args.tokens * args.intermediate * 2  # read dh, g, u; write dg, du (bf16)
     print(f"swiglu_probe: {torch.cuda.get_device_name()}, {args.tokens} x {args.intermediate}, block {args.block}, "
           f"{args.rounds} rounds x {args.iters} calls")
-    base = statistics.median(times["separate"])
-    for f in FORMS:
-        us = statistics.median(times[f])
-        print(f"  {f:<9} {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  x{us / base:.3f} of separate  rel err {errs[f]:.1e}")
+    for f, us, ratio in interleave.summary(times, "separate"):
+        print(f"  {f:<9} {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  x{ratio:.3f} of separate  rel err {errs[f]:.1e}")
     return 0
 
 
