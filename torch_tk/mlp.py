@@ -57,6 +57,8 @@ def skip_reason(m, is_patched):
         return "gate_proj and up_proj weights differ in shape or dtype"
     if gate.weight is up.weight:
         return "gate_proj and up_proj share one weight"
+    if any(type(w).__name__ == "DTensor" for w in (gate.weight, up.weight)):  # (no sharding rule for the op)
+        return "gate_proj / up_proj weights are DTensors (tensor parallel or sharded): patch before sharding"
     if gate.weight.shape[0] % BLOCK:
         return f"intermediate size {gate.weight.shape[0]} is not a multiple of {BLOCK}"
     return None
