@@ -17,6 +17,9 @@ Method: bench_model's model and step (benchmarks/bench_model.py), three models c
 clock and power per model. `--profile` adds bench_model's per-kernel-class table for all three.
 
     python benchmarks/boundary_probe.py [--rounds 8] [--steps 5] [--profile] [--out result.json]
+
+(tk's model patches the linear layers only, as the boundary model does: bench_model's --fuse-mlp is
+off here unless given.)
 """
 import argparse
 import copy
@@ -97,6 +100,8 @@ def main():
     add_model_args(p)
     p.add_argument("--profile", action="store_true", help="after timing, bench_model's kernel-class profile of each model")
     p.add_argument("--out", default=None)
+    # The boundary model replaces linear layers only, so tk's model does too unless asked (--fuse-mlp).
+    p.set_defaults(fuse_mlp=False)
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("boundary_probe: needs a CUDA GPU")
