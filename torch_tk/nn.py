@@ -190,7 +190,8 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
             m.__class__ = tk_cls
         report["patched"].append(fqn)
     if fuse_mlp:
-        ids = {id(m) for fqn, m in named if fqn in set(report["patched"])}
+        patched = set(report["patched"])
+        ids = {id(m) for fqn, m in named if fqn in patched}
         fused, skipped = _mlp.fuse_mlps(model, lambda lin: id(lin) in ids, dry_run=dry_run)
         report["fused_mlp"] = fused
         report["skipped"].update(skipped)
