@@ -160,3 +160,13 @@ def test_transformers_llama_mlps_fuse():
     rep = torch_tk.patch_report(model)
     assert rep["fused_mlp"] == ["model.layers.0.mlp", "model.layers.1.mlp"], rep["skipped"]
     assert rel_err(model(ids).logits, ref) < 1e-5
+
+
+def test_python_reference_matches_the_op():
+    """The reference that builds without CUDA kernels give CUDA tensors (torch_tk/swiglu.py) agrees
+    with the C++ one (float64, to rounding)."""
+    from torch_tk import swiglu
+    x, wg, wu = torch.randn(2, 9, 40, dtype=torch.float64), torch.randn(256, 40, dtype=torch.float64), \
+        torch.randn(256, 40, dtype=torch.float64)
+    for got, ref in zip(swiglu._reference(x, wg, wu), torch_tk.linear_swiglu(x, wg, wu)):
+        assert got.shape == ref.shape and rel_err(got, ref) < 1e-12

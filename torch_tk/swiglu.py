@@ -132,8 +132,8 @@ def _backward(ctx, d_gu, d_h):
     if d_g is None:
         return None, None, None
     x2d = input.reshape(-1, k)
-    dx = dwg = dwu = None
-    for d, w, need_w, slot in ((d_g, wg, need_g, 0), (d_u, wu, need_u, 1)):
+    dx, dw = None, []
+    for d, w, need_w in ((d_g, wg, need_g), (d_u, wu, need_u)):
         d = d.to(w.dtype)
         if need_x and need_w:
             gx, gw = _ops._call_op(torch.ops.tk.gemm_pair, d, w, d.t(), x2d)
@@ -141,11 +141,8 @@ def _backward(ctx, d_gu, d_h):
             gx = _ops._call_op(torch.ops.tk.gemm, d, w) if need_x else None
             gw = _ops._call_op(torch.ops.tk.gemm, d.t(), x2d) if need_w else None
         dx = gx if dx is None else dx + gx
-        if slot == 0:
-            dwg = gw
-        else:
-            dwu = gw
-    return (dx.reshape(ctx.input_shape) if dx is not None else None), dwg, dwu
+        dw.append(gw)
+    return (dx.reshape(ctx.input_shape) if dx is not None else None), dw[0], dw[1]
 
 
 torch.library.register_autograd("tk::linear_swiglu", _backward, setup_context=_setup)
@@ -157,7 +154,10 @@ def _reference(input, gate_weight, up_weight):
     x = input.reshape(-1, input.shape[-1]).to(acc)
     g, u = x @ gate_weight.to(acc).t(), x @ up_weight.to(acc).t()
     m, i = g.shape
-    gu = torch.stack((g.view(m, i // BLOCK, BLOCK), u.view(m, i // BLOCK, BLOCK)), dim=2).reshape(m, 2 * i)
+    gu = g.new_empty(m, 2 * i)
+    gv, uv = gate_up_views(gu)  # the packed layout's one reader (module docstring)
+    gv.copy_(g.view(gv.shape))
+    uv.copy_(u.view(uv.shape))
     h = torch.nn.functional.silu(g) * u
     lead = input.shape[:-1]
     return gu.to(input.dtype).reshape(*lead, 2 * i), h.to(input.dtype).reshape(*lead, i)
