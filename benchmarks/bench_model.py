@@ -44,6 +44,9 @@ def add_model_args(p):
     p.add_argument("--fuse-mlp", action=argparse.BooleanOptionalAction, default=True,
                    help="patch_linear(fuse_mlp=True) (default): each SwiGLU MLP's gate / up GEMMs and activation as "
                         "one tk.linear_swiglu (torch_tk/mlp.py); --no-fuse-mlp: the linear layers only")
+    p.add_argument("--fuse-mlp-backward", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --fuse-mlp (default): the whole MLP as tk.swiglu_mlp, its activation gradient in the "
+                        "down projection's dX GEMM; --no-fuse-mlp-backward: gate / up fused only (an A/B)")
 
 
 def stock_and_patched(args):
@@ -57,7 +60,14 @@ def stock_and_patched(args):
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
     patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True))
-    return cfg, stock, patched, torch_tk.patch_report(patched)
+    report = torch_tk.patch_report(patched)
+    if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
+        from torch_tk import mlp
+        for m in patched.modules():
+            if type(m).forward is mlp._whole_forward:
+                m.__class__ = mlp.fused_class(mlp._ORIG[type(m)], False)
+        report["fused_mlp_backward"] = []
+    return cfg, stock, patched, report
 
 
 def make_step(ids):

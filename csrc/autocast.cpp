@@ -58,6 +58,27 @@ struct AutocastOps {
     return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, gate_weight, Dev),
                    at::autocast::cached_cast(dt, up_weight, Dev));
   }
+
+  static std::tuple<at::Tensor, at::Tensor> swiglu_down_backward(const at::Tensor& grad_output,
+                                                                 const at::Tensor& down_weight, const at::Tensor& gu) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tk::swiglu_down_backward", "")
+                         .typed<decltype(swiglu_down_backward)>();
+    return op.call(at::autocast::cached_cast(dt, grad_output, Dev), at::autocast::cached_cast(dt, down_weight, Dev),
+                   at::autocast::cached_cast(dt, gu, Dev));
+  }
+
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor> swiglu_mlp(const at::Tensor& input, const at::Tensor& gate_weight,
+                                                                   const at::Tensor& up_weight,
+                                                                   const at::Tensor& down_weight) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::swiglu_mlp", "").typed<decltype(swiglu_mlp)>();
+    return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, gate_weight, Dev),
+                   at::autocast::cached_cast(dt, up_weight, Dev), at::autocast::cached_cast(dt, down_weight, Dev));
+  }
 };
 
 }  // namespace
@@ -70,6 +91,8 @@ TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
   m.impl("linear", &O::linear);
   m.impl("gemm_pair", &O::gemm_pair);
   m.impl("linear_swiglu", &O::linear_swiglu);
+  m.impl("swiglu_down_backward", &O::swiglu_down_backward);
+  m.impl("swiglu_mlp", &O::swiglu_mlp);
 }
 
 TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
@@ -79,4 +102,6 @@ TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
   m.impl("linear", &O::linear);
   m.impl("gemm_pair", &O::gemm_pair);
   m.impl("linear_swiglu", &O::linear_swiglu);
+  m.impl("swiglu_down_backward", &O::swiglu_down_backward);
+  m.impl("swiglu_mlp", &O::swiglu_mlp);
 }

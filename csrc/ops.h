@@ -62,6 +62,16 @@ using SwiGLUBackend = bool (*)(at::Tensor& gu, at::Tensor& h, const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> linear_swiglu_core(const at::Tensor& input, const at::Tensor& gate_weight,
                                                       const at::Tensor& up_weight, SwiGLUBackend backend);
 
+// tk.swiglu_down_backward's device hook: fills d_gate and d_up (M x I each, contiguous) from dy2d
+// (M x H), the down projection's weight (H x I) and gu2d (M x 2I, packed gate | up); false declines.
+using SwiGLUGradBackend = bool (*)(at::Tensor& d_gate, at::Tensor& d_up, const at::Tensor& dy2d,
+                                   const at::Tensor& w_down, const at::Tensor& gu2d);
+
+// tk.swiglu_down_backward (csrc/swiglu.cpp): checks, allocation, empty cases, `backend` or the reference.
+std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_core(const at::Tensor& grad_output,
+                                                             const at::Tensor& down_weight, const at::Tensor& gu,
+                                                             SwiGLUGradBackend backend);
+
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
                       double alpha, double beta);

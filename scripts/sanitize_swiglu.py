@@ -1,7 +1,9 @@
-"""A small tk.linear_swiglu workload for compute-sanitizer (memcheck / racecheck / synccheck): the
-SwiGLU GEMM (csrc/gemm/hopper/epilogue_swiglu.cuh) on shapes with M and K tails, units of one k
-tile (held rounds flushed by the next unit's epilogue) and several units per CTA; each result
-checked against float64 (relative Frobenius norm). Exit status 1 on a wrong result.
+"""A small tk.linear_swiglu + tk.swiglu_down_backward workload for compute-sanitizer (memcheck /
+racecheck / synccheck): the SwiGLU GEMM (csrc/gemm/hopper/epilogue_swiglu.cuh) and the SwiGLU
+backward GEMM (epilogue_swiglu_grad.cuh: gate / up tiles through the stage ring) on shapes with M
+and K tails, I with a half tile past it (384, 1280), units of one k tile (held rounds flushed by the
+next unit's epilogue) and several units per CTA; each result checked against float64 (relative
+Frobenius norm). Exit status 1 on a wrong result.
 
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py
 """
@@ -31,6 +33,18 @@ def main():
             ok = all(e < 1e-2 for e in errs)
             bad += not ok
             print(f"{m}x{k}x{i} {dt}: rel err gate/up/h {errs[0]:.1e} {errs[1]:.1e} {errs[2]:.1e} {'ok' if ok else 'WRONG'}")
+            # The backward GEMM on the same gu, with K (the hidden size) = k.
+            dy = torch.randn(m, k, device="cuda", dtype=dt)
+            wd = (torch.randn(k, i, device="cuda") * k ** -0.5).to(dt)
+            d_g, d_u = torch_tk.swiglu_down_backward(dy, wd, gu)
+            dh = dy.double() @ wd.double()
+            gd, ud = (t.reshape(m, i).double() for t in (g, u))
+            s = torch.sigmoid(gd)
+            refs = (dh * ud * s * (1 + gd * (1 - s)), dh * gd * s)
+            errs = [((a.double() - b).norm() / b.norm()).item() for a, b in zip((d_g, d_u), refs)]
+            ok = all(e < 1e-2 for e in errs)
+            bad += not ok
+            print(f"{m}x{k}x{i} {dt}: backward rel err d_gate/d_up {errs[0]:.1e} {errs[1]:.1e} {'ok' if ok else 'WRONG'}")
     return 1 if bad else 0
 
 

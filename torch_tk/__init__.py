@@ -23,7 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
 from .ops import addmm, gemm, gemm_pair, linear  # noqa: E402
-from .swiglu import gate_up_views, linear_swiglu, swiglu_grads  # noqa: E402
+from .swiglu import gate_up_views, linear_swiglu, swiglu_down_backward, swiglu_grads, swiglu_mlp  # noqa: E402
 from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
 __version__ = "0.1.0"
@@ -88,6 +88,7 @@ def cdna3_available(device=None):
 
 
 __all__ = [
-    "gemm", "addmm", "linear", "gemm_pair", "linear_swiglu", "gate_up_views", "swiglu_grads", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
+    "gemm", "addmm", "linear", "gemm_pair", "linear_swiglu", "swiglu_mlp", "swiglu_down_backward", "gate_up_views",
+    "swiglu_grads", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

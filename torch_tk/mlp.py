@@ -7,6 +7,11 @@ one, and the activation runs in its epilogue (torch_tk/swiglu.py). As for the li
 the class changes: module objects, Parameters, state_dict keys and optimizer references stay.
 Why: in bench_model's patched step the SwiGLU forward's pointwise kernel took 355 us of ~31 ms
 (H100, 2026-12-06c; docs/epilogue-fusion.md).
+Where down_proj is patched too, has no bias and a plain weight, the whole MLP runs as one
+``tk.swiglu_mlp`` (forward as above) whose backward takes dL/dy through the activation inside the
+down projection's dX GEMM (``tk.swiglu_down_backward``): the backward's pointwise kernel (593 us of
+the same step) goes too. Such MLPs are listed under ``fused_mlp_backward`` as well. The linear
+modules' own forward (and their hooks) do not run in a fused MLP.
 """
 import torch
 from torch import nn
@@ -25,12 +30,27 @@ def _fused_forward(self, x):
     return self.down_proj(h)
 
 
-def fused_class(cls):
-    """The fused subclass of a SwiGLU MLP class (created once)."""
-    if cls not in _FUSED:
-        tk_cls = type(f"TK{cls.__name__}", (cls,), {"forward": _fused_forward, "__module__": __name__})
-        _FUSED[cls], _ORIG[tk_cls] = tk_cls, cls
-    return _FUSED[cls]
+def _whole_forward(self, x):
+    return _ops._call_op(torch.ops.tk.swiglu_mlp.default, x, self.gate_proj.weight, self.up_proj.weight,
+                         self.down_proj.weight)[0]
+
+
+def fused_class(cls, whole=False):
+    """The fused subclass of a SwiGLU MLP class (created once per kind): gate / up fused, or
+    (``whole``) the whole MLP as tk.swiglu_mlp."""
+    if (cls, whole) not in _FUSED:
+        name, fwd = (f"TK{cls.__name__}Whole", _whole_forward) if whole else (f"TK{cls.__name__}", _fused_forward)
+        tk_cls = type(name, (cls,), {"forward": fwd, "__module__": __name__})
+        _FUSED[cls, whole], _ORIG[tk_cls] = tk_cls, cls
+    return _FUSED[cls, whole]
+
+
+def _down_whole(m, is_patched):
+    """Whether the MLP's down projection can join it (tk.swiglu_mlp): patched, no bias, a plain
+    weight of shape (hidden, intermediate) and the gate's dtype."""
+    down, gate = m.down_proj, m.gate_proj
+    return (is_patched(down) and down.bias is None and type(down.weight).__name__ != "DTensor"
+            and down.weight.shape[1] == gate.weight.shape[0] and down.weight.dtype == gate.weight.dtype)
 
 
 def _is_silu(act):
@@ -65,12 +85,15 @@ def skip_reason(m, is_patched):
 
 
 def fuse_mlps(model, is_patched, dry_run=False):
-    """Fuses every fusable SwiGLU MLP of ``model`` (in place). Returns (fused fqns, {fqn: reason})."""
-    fused, skipped = [], {}
+    """Fuses every fusable SwiGLU MLP of ``model`` (in place). Returns (fused fqns, fqns of those
+    fused whole -- down projection and backward included --, {fqn: reason})."""
+    fused, whole, skipped = [], [], {}
     for fqn, m in model.named_modules():
         cls = type(m)
         if cls in _ORIG:
             fused.append(fqn)
+            if cls.forward is _whole_forward:
+                whole.append(fqn)
             continue
         if cls.__name__ not in SWIGLU_MLP_CLASSES:
             continue
@@ -78,10 +101,13 @@ def fuse_mlps(model, is_patched, dry_run=False):
         if why is not None:
             skipped[fqn] = why
             continue
+        w = _down_whole(m, is_patched)
         if not dry_run:
-            m.__class__ = fused_class(cls)
+            m.__class__ = fused_class(cls, w)
         fused.append(fqn)
-    return fused, skipped
+        if w:
+            whole.append(fqn)
+    return fused, whole, skipped
 
 
 def unfuse_mlps(model):

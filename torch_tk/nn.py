@@ -132,8 +132,10 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         fuse_mlp: also fuse SwiGLU MLPs (transformers' LlamaMLP, MistralMLP, Qwen2MLP, Qwen3MLP
             with SiLU, intermediate size a multiple of 128, gate_proj and up_proj patched): their
             gate and up projections run as one tk.linear_swiglu GEMM with the activation in its
-            epilogue (torch_tk/mlp.py). The report lists them under "fused_mlp"; MLPs left unfused
-            under "skipped" with the reason.
+            epilogue (torch_tk/mlp.py). Where down_proj is patched too (no bias), the whole MLP
+            runs as tk.swiglu_mlp, whose backward computes the activation gradient inside the down
+            projection's dX GEMM. The report lists them under "fused_mlp" (the whole ones also
+            under "fused_mlp_backward"); MLPs left unfused under "skipped" with the reason.
     Returns:
         ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
         "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
@@ -192,8 +194,9 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
     if fuse_mlp:
         patched = set(report["patched"])
         ids = {id(m) for fqn, m in named if fqn in patched}
-        fused, skipped = _mlp.fuse_mlps(model, lambda lin: id(lin) in ids, dry_run=dry_run)
+        fused, whole, skipped = _mlp.fuse_mlps(model, lambda lin: id(lin) in ids, dry_run=dry_run)
         report["fused_mlp"] = fused
+        report["fused_mlp_backward"] = whole
         report["skipped"].update(skipped)
     if strict and not report["patched"]:
         raise RuntimeError(f"torch_tk.patch_linear(strict=True): nothing was patched; skipped: {report['skipped']}")

@@ -205,6 +205,16 @@ def _linear_swiglu_fake(input, gate_weight, up_weight):
     return _swiglu.fake(input, gate_weight, up_weight)  # (torch_tk/swiglu.py, imported at the end)
 
 
+@torch.library.register_fake("tk::swiglu_down_backward")
+def _swiglu_down_backward_fake(grad_output, down_weight, gu):
+    return _swiglu.down_backward_fake(grad_output, down_weight, gu)
+
+
+@torch.library.register_fake("tk::swiglu_mlp")
+def _swiglu_mlp_fake(input, gate_weight, up_weight, down_weight):
+    return _swiglu.mlp_fake(input, gate_weight, up_weight, down_weight)
+
+
 # ----------------------------------------------------------------------------------------------
 # Autograd: every backward GEMM is itself a tk op on transposed views (no copies)
 # ----------------------------------------------------------------------------------------------

@@ -9,9 +9,15 @@ g and u for the backward, packed: in each 256 columns the first 128 are gate fea
 128 j + 127 and the next 128 the up features of the same indices (``csrc/kittens/common/swiglu.h``,
 the one statement of that layout; :func:`gate_up_views` reads it).
 
+``swiglu_mlp(x, gate_weight, up_weight, down_weight)`` is the whole MLP, ``down_proj(h)`` included,
+so that its backward can take the down projection's input gradient dh = dy @ W_down straight to
+the activation's gradients: ``swiglu_down_backward(dy, W_down, gu) -> (d_gate, d_up)`` is one GEMM
+whose epilogue reads g and u of each output tile and writes d_gate and d_up instead of dh
+(``csrc/gemm/hopper/epilogue_swiglu_grad.cuh``), so no pointwise kernel reads dh, g and u back.
+
 Numerics: fp32 accumulation; h from the fp32 products (a stock SwiGLU rounds g and u to the
-16-bit dtype first), rounded once. The backward uses the 16-bit g and u of ``gu``, as stock
-autograd uses the stored gate and up outputs.
+16-bit dtype first), rounded once; d_gate and d_up from the fp32 dh (stock rounds dh first). The
+backward uses the 16-bit g and u of ``gu``, as stock autograd uses the stored gate and up outputs.
 """
 import torch
 
@@ -40,6 +46,46 @@ def linear_swiglu(input, gate_weight, up_weight):
     return _ops._call_op(torch.ops.tk.linear_swiglu.default, input, gate_weight, up_weight)
 
 
+def swiglu_down_backward(grad_output, down_weight, gu):
+    """A SwiGLU MLP's activation gradients from the gradient of its output, in one op.
+
+    ``dh = grad_output @ down_weight`` (the down projection's input gradient), then
+    ``(d_gate, d_up) = swiglu_grads(dh, gu)``; on the Hopper kernel one 128 x 256-tile GEMM whose
+    epilogue reads the tile's g and u from ``gu`` and writes d_gate and d_up (dh never stored).
+
+    Args:
+        grad_output: (*, H) tensor, dL/dy of ``y = h @ down_weight.T`` (bfloat16/float16 on the
+            kernel; float32/float64 on the reference).
+        down_weight: (H, I) tensor, the down projection's nn.Linear weight; I a multiple of 128.
+        gu: (*, 2 I) packed gate | up product of :func:`linear_swiglu` (same leading dimensions).
+    Returns:
+        (d_gate, d_up): (*, I) each, contiguous, in grad_output's dtype: dL/d(gate) and dL/d(up).
+    Raises:
+        ValueError: shapes, devices. TypeError: dtypes (all three must match).
+    Falls back (visibly: ``torch_tk.fallback_reasons()``) to the reference on non-Hopper GPUs,
+    other dtypes, non-contiguous or misaligned operands, H % 8 != 0.
+    """
+    return _ops._call_op(torch.ops.tk.swiglu_down_backward.default, grad_output, down_weight, gu)
+
+
+def swiglu_mlp(input, gate_weight, up_weight, down_weight):
+    """A SwiGLU MLP without biases: ``(silu(input @ gate_weight.T) * (input @ up_weight.T)) @ down_weight.T``.
+
+    The forward is :func:`linear_swiglu` then ``tk.linear``; the backward takes the output
+    gradient through :func:`swiglu_down_backward` (the activation gradient inside the down
+    projection's dX GEMM), then the gate and up projections' GEMMs as :func:`linear_swiglu`'s.
+
+    Args:
+        input: (*, K) tensor. gate_weight, up_weight: (I, K), I a multiple of 128.
+        down_weight: (H, I). All of one dtype and device.
+    Returns:
+        (*, H) tensor of the input dtype.
+    Raises:
+        ValueError / TypeError as :func:`linear_swiglu`, and for ``down_weight``.
+    """
+    return _ops._call_op(torch.ops.tk.swiglu_mlp.default, input, gate_weight, up_weight, down_weight)[0]
+
+
 def gate_up_views(gu):
     """(gate, up) of a packed (*, 2 I) product as (*, I / 128, 128) views (no copy)."""
     lead, n = gu.shape[:-1], gu.shape[-1]
@@ -49,10 +95,11 @@ def gate_up_views(gu):
 
 def swiglu_grads(d_h, gu):
     """(d_gate, d_up), each (*, I) in d_h's dtype, of h = silu(g) * u given dL/dh and the packed gu:
-    d_up = d_h silu(g), d_gate = d_h u s (1 + g (1 - s)) with s = sigmoid(g) (math in fp32)."""
+    d_up = d_h silu(g), d_gate = d_h u s (1 + g (1 - s)) with s = sigmoid(g) (math in fp32; fp64 stays fp64)."""
     g, u = gate_up_views(gu)
-    dh = d_h.reshape(g.shape).float()
-    g, u = g.float(), u.float()
+    acc = torch.float64 if torch.float64 in (d_h.dtype, gu.dtype) else torch.float32
+    dh = d_h.reshape(g.shape).to(acc)
+    g, u = g.to(acc), u.to(acc)
     s = torch.sigmoid(g)
     d_up = dh * g * s
     d_gate = dh * u * s * (1 + g * (1 - s))
@@ -100,6 +147,65 @@ def _check(input, gate_weight, up_weight):
                          f"multiple of {BLOCK} (the packed gate | up layout's block)")
 
 
+def _check_down(grad_output, down_weight, gu):
+    op = "tk.swiglu_down_backward"
+    if grad_output.dim() < 1:
+        raise ValueError(f"{op}: `grad_output` must have at least 1 dimension, got a 0-D tensor")
+    if grad_output.dtype not in _ops._FLOATS:
+        raise TypeError(f"{op}: `grad_output` has dtype {grad_output.dtype}; supported: bfloat16, float16, float32, "
+                        "float64")
+    for t, name in ((down_weight, "down_weight"), (gu, "gu")):
+        if t.dtype != grad_output.dtype:
+            raise TypeError(f"{op}: `grad_output` and `{name}` must have the same dtype, got {grad_output.dtype} "
+                            f"and {t.dtype}")
+        if t.device != grad_output.device:
+            raise ValueError(f"{op}: `grad_output` and `{name}` must be on the same device, got "
+                             f"{grad_output.device} and {t.device}")
+    if down_weight.dim() != 2:
+        raise ValueError(f"{op}: `down_weight` must be a 2-D (hidden, intermediate) tensor, got {down_weight.dim()}-D")
+    hidden, i = down_weight.shape
+    if grad_output.shape[-1] != hidden:
+        raise ValueError(f"{op}: `grad_output` has {grad_output.shape[-1]} features in its last dimension but "
+                         f"`down_weight` has {hidden} rows (hidden size)")
+    if i % BLOCK:
+        raise ValueError(f"{op}: the intermediate size ({i} columns of `down_weight`) must be a multiple of {BLOCK} "
+                         "(the packed gate | up layout's block)")
+    want = (*grad_output.shape[:-1], 2 * i)
+    if tuple(gu.shape) != want:
+        raise ValueError(f"{op}: `gu` must have shape {list(want)} (grad_output's leading dimensions, 2 x the "
+                         f"intermediate size), got {list(gu.shape)}")
+    return i
+
+
+def down_backward_fake(grad_output, down_weight, gu):
+    """Shapes only (tk.swiglu_down_backward's fake, registered in torch_tk/ops.py)."""
+    i = _check_down(grad_output, down_weight, gu)
+    shape = (*grad_output.shape[:-1], i)
+    return grad_output.new_empty(shape), grad_output.new_empty(shape)
+
+
+def _check_mlp_down(input, gate_weight, down_weight):
+    op = "tk.swiglu_mlp"
+    if down_weight.dim() != 2:
+        raise ValueError(f"{op}: `down_weight` must be a 2-D (hidden, intermediate) tensor, got {down_weight.dim()}-D")
+    if down_weight.dtype != input.dtype:
+        raise TypeError(f"{op}: `input` and `down_weight` must have the same dtype, got {input.dtype} and "
+                        f"{down_weight.dtype}")
+    if down_weight.device != input.device:
+        raise ValueError(f"{op}: `input` and `down_weight` must be on the same device, got {input.device} and "
+                         f"{down_weight.device}")
+    if down_weight.shape[1] != gate_weight.shape[0]:
+        raise ValueError(f"{op}: `down_weight` has {down_weight.shape[1]} columns but the intermediate size (rows of "
+                         f"`gate_weight`) is {gate_weight.shape[0]}")
+
+
+def mlp_fake(input, gate_weight, up_weight, down_weight):
+    """Shapes only (tk.swiglu_mlp's fake): (y, gu, h)."""
+    _check_mlp_down(input, gate_weight, down_weight)
+    gu, h = fake(input, gate_weight, up_weight)
+    return input.new_empty((*input.shape[:-1], down_weight.shape[0])), gu, h
+
+
 def fake(input, gate_weight, up_weight):
     """Shapes only (the fake registered in torch_tk/ops.py, the library's Python module)."""
     _check(input, gate_weight, up_weight)
@@ -114,24 +220,25 @@ def _setup(ctx, inputs, output):
     ctx.save_for_backward(input, gate_weight, up_weight, output[0])
 
 
-def _backward(ctx, d_gu, d_h):
-    """Two tk.gemm_pair calls, as autograd runs two tk.linear backwards: (dg @ Wg, dg^T x) and
-    (du @ Wu, du^T x); dX is their sum."""
-    input, wg, wu, gu = ctx.saved_tensors
-    need_x, need_g, need_u = ctx.needs_input_grad
-    k = input.shape[-1]
-    if d_h is None:
-        d_g = d_u = None
-    else:
-        d_g, d_u = _fast_grads(d_h.reshape(-1, d_h.shape[-1]), gu.reshape(-1, gu.shape[-1]))
+def _activation_grads(d_gu, d_h, gu, d_g=None, d_u=None):
+    """(d_gate, d_up) as (M, I) tensors, summing what reaches the activation: (d_g, d_u) already
+    computed, dL/dh (through swiglu_grads) and dL/dgu (split by gate_up_views); None if nothing."""
+    if d_h is not None:
+        eg, eu = _fast_grads(d_h.reshape(-1, d_h.shape[-1]), gu.reshape(-1, gu.shape[-1]))
+        d_g = eg if d_g is None else d_g + eg
+        d_u = eu if d_u is None else d_u + eu
     if d_gu is not None:
         eg, eu = gate_up_views(d_gu.reshape(-1, d_gu.shape[-1]))
         eg, eu = eg.reshape(eg.shape[0], -1), eu.reshape(eu.shape[0], -1)
         d_g = eg if d_g is None else d_g + eg
         d_u = eu if d_u is None else d_u + eu
-    if d_g is None:
-        return None, None, None
-    x2d = input.reshape(-1, k)
+    return d_g, d_u
+
+
+def _gate_up_backward(d_g, d_u, input, wg, wu, need_x, need_g, need_u):
+    """Two tk.gemm_pair calls, as autograd runs two tk.linear backwards: (dg @ Wg, dg^T x) and
+    (du @ Wu, du^T x); dX is their sum. Returns (dX of input's shape, dWg, dWu)."""
+    x2d = input.reshape(-1, input.shape[-1])
     dx, dw = None, []
     for d, w, need_w in ((d_g, wg, need_g), (d_u, wu, need_u)):
         d = d.to(w.dtype)
@@ -142,10 +249,45 @@ def _backward(ctx, d_gu, d_h):
             gw = _ops._call_op(torch.ops.tk.gemm, d.t(), x2d) if need_w else None
         dx = gx if dx is None else dx + gx
         dw.append(gw)
-    return (dx.reshape(ctx.input_shape) if dx is not None else None), dw[0], dw[1]
+    return (dx.reshape(input.shape) if dx is not None else None), dw[0], dw[1]
+
+
+def _backward(ctx, d_gu, d_h):
+    input, wg, wu, gu = ctx.saved_tensors
+    d_g, d_u = _activation_grads(d_gu, d_h, gu)
+    if d_g is None:
+        return None, None, None
+    return _gate_up_backward(d_g, d_u, input, wg, wu, *ctx.needs_input_grad)
 
 
 torch.library.register_autograd("tk::linear_swiglu", _backward, setup_context=_setup)
+
+
+def _mlp_setup(ctx, inputs, output):
+    ctx.set_materialize_grads(False)  # gu's and h's gradients are None unless they are used
+    ctx.save_for_backward(*inputs, output[1], output[2])
+
+
+def _mlp_backward(ctx, d_y, d_gu, d_h):
+    """dy -> (d_gate, d_up) in one tk.swiglu_down_backward GEMM (its epilogue takes dh through the
+    activation), dW_down = dy^T h, then the gate / up GEMMs as linear_swiglu's backward."""
+    input, wg, wu, wd, gu, h = ctx.saved_tensors
+    need_x, need_g, need_u, need_d = ctx.needs_input_grad
+    d_g = d_u = d_wd = None
+    if d_y is not None:
+        dy2d = d_y.reshape(-1, wd.shape[0]).to(wd.dtype).contiguous()
+        if need_x or need_g or need_u:
+            d_g, d_u = _ops._call_op(torch.ops.tk.swiglu_down_backward.default, dy2d, wd,
+                                     gu.reshape(-1, gu.shape[-1]))
+        if need_d:
+            d_wd = _ops._call_op(torch.ops.tk.gemm, dy2d.t(), h.reshape(-1, h.shape[-1]))
+    d_g, d_u = _activation_grads(d_gu, d_h, gu, d_g, d_u)
+    if d_g is None or not (need_x or need_g or need_u):
+        return None, None, None, d_wd
+    return (*_gate_up_backward(d_g, d_u, input, wg, wu, need_x, need_g, need_u), d_wd)
+
+
+torch.library.register_autograd("tk::swiglu_mlp", _mlp_backward, setup_context=_mlp_setup)
 
 
 def _reference(input, gate_weight, up_weight):
@@ -163,6 +305,14 @@ def _reference(input, gate_weight, up_weight):
     return gu.to(input.dtype).reshape(*lead, 2 * i), h.to(input.dtype).reshape(*lead, i)
 
 
+def _reference_down_backward(grad_output, down_weight, gu):
+    """d_gate, d_up as the C++ reference computes them (dh in fp32; fp64 stays fp64)."""
+    acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
+    dh = grad_output.to(acc) @ down_weight.to(acc)
+    d_g, d_u = swiglu_grads(dh, gu.to(acc))
+    return d_g.to(grad_output.dtype).contiguous(), d_u.to(grad_output.dtype).contiguous()
+
+
 if not _C.has_cuda_kernels:
     def _linear_swiglu_cuda_ref(input, gate_weight, up_weight):
         _check(input, gate_weight, up_weight)
@@ -170,3 +320,10 @@ if not _C.has_cuda_kernels:
         return _reference(input, gate_weight, up_weight)
 
     _ops._cuda_lib.impl("linear_swiglu", _linear_swiglu_cuda_ref, "CUDA")
+
+    def _swiglu_down_backward_cuda_ref(grad_output, down_weight, gu):
+        _check_down(grad_output, down_weight, gu)
+        _ops._note_py_fallback(_ops._NO_KERNELS)
+        return _reference_down_backward(grad_output, down_weight, gu)
+
+    _ops._cuda_lib.impl("swiglu_down_backward", _swiglu_down_backward_cuda_ref, "CUDA")

@@ -52,8 +52,9 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 }
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
-// `SwiBackend` (either may decline, or be null: then the reference runs).
-template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr>
+// `SwiBackend`, tk.swiglu_down_backward `GradBackend` (any may decline, or be null: then the
+// reference runs).
+template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -75,12 +76,17 @@ struct BackendOps {
                                                           const at::Tensor& up_weight) {
     return linear_swiglu_core(input, gate_weight, up_weight, SwiBackend);
   }
+  static std::tuple<at::Tensor, at::Tensor> swiglu_down_backward(const at::Tensor& grad_output,
+                                                                 const at::Tensor& down_weight, const at::Tensor& gu) {
+    return swiglu_down_backward_core(grad_output, down_weight, gu, GradBackend);
+  }
   static void register_impls(torch::Library& m) {
     m.impl("gemm", &gemm);
     m.impl("addmm", &addmm);
     m.impl("linear", &linear);
     m.impl("gemm_pair", &gemm_pair);
     m.impl("linear_swiglu", &linear_swiglu);
+    m.impl("swiglu_down_backward", &swiglu_down_backward);
   }
 };
 

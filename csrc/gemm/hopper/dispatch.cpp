@@ -270,18 +270,41 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   return true;
 }
 
+// The SwiGLU GEMMs' launch (forward and backward: launch.h GemmArgs::swiglu_h / swiglu_gu): a fixed
+// 128 x 256 plan (the epilogues' tile), unswapped, unclustered, unsplit, no stream-K, on the current
+// stream of `dev`. The backends below decline (visibly) what it cannot run.
+void launch_swiglu(hopper::GemmArgs& g, int dev, const char* what) {
+  c10::cuda::CUDAGuard guard(dev);
+  thread_local int context_ready_for = -1;  // (hopper_backend says why)
+  if (context_ready_for != dev) {
+    C10_CUDA_CHECK(cudaSetDevice(dev));
+    context_ready_for = dev;
+  }
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  g.alpha = 1.f, g.beta = 0.f;
+  const hopper::TileChoice tile{false, 128, 256, 1, 1};
+  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(dev), true, 1, 0, 4, hopper::kFillNarrowMaxKTiles,
+                             true, /*stream_k=*/0, false, true, 0, 0, 0, false, hopper::kOneWarpgroupWidths,
+                             hopper::kWidth192, hopper::kUnswapOneWave128, &tile);
+  g.plan.ring_staging = false;
+  g.evict_first = g.plan.evict_first;
+  if (g.plan.dynamic) g.unit_counter = hopper::stream_ticket_counter(dev, stream);
+  const char* err = hopper::gemm_launch(g, stream);
+  TORCH_CHECK(err == nullptr, "tk: Hopper ", what, " launch failed: ", err);
+  count_call(Path::hopper);
+}
+
+bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
 // tk.linear_swiglu on the SwiGLU GEMM (launch.h GemmArgs::swiglu_h): x2d row-major, the gate and up
-// weights row-major (B column-major), all K-contiguous; a fixed 128 x 256 plan (the epilogue's
-// tile), unswapped, unclustered, unsplit, no stream-K. Declines (visibly) otherwise.
+// weights (I x K, row-major: the GEMM's B column-major), gu / h contiguous.
 bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, const at::Tensor& wg,
                            const at::Tensor& wu) {
   const char* why = !is_sm90(x.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
                     : (x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf)
                         ? "tk.linear_swiglu: dtype is not bfloat16/float16"
                     : (!x.is_contiguous() || !wg.is_contiguous() || !wu.is_contiguous() || x.size(1) % 8 != 0 ||
-                       reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 != 0 ||
-                       reinterpret_cast<uintptr_t>(wg.data_ptr()) % 16 != 0 ||
-                       reinterpret_cast<uintptr_t>(wu.data_ptr()) % 16 != 0)
+                       !aligned16(x) || !aligned16(wg) || !aligned16(wu))
                         ? "tk.linear_swiglu: input and weights must be contiguous and 16-B aligned with in_features % 8 == 0"
                     : (x.size(0) > INT_MAX || 2 * wg.size(0) > INT_MAX || x.size(1) > INT_MAX)
                         ? "tk.linear_swiglu: a dimension exceeds 2^31-1"
@@ -290,30 +313,42 @@ bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, c
     note_fallback(why);
     return false;
   }
-  c10::cuda::CUDAGuard guard(x.device());
-  thread_local int context_ready_for = -1;  // (hopper_backend says why)
-  if (context_ready_for != x.get_device()) {
-    C10_CUDA_CHECK(cudaSetDevice(x.get_device()));
-    context_ready_for = x.get_device();
-  }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
   hopper::GemmArgs g{};
   g.a = x.data_ptr(), g.lda = x.size(1), g.a_mn = false;
   g.b = wg.data_ptr(), g.ldb = wg.size(1), g.b_mn = false;
   g.M = int(x.size(0)), g.N = int(2 * wg.size(0)), g.K = int(x.size(1));
   g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
   g.out = gu.data_ptr(), g.swiglu_h = h.data_ptr(), g.swiglu_up = wu.data_ptr();
-  g.alpha = 1.f, g.beta = 0.f;
-  const hopper::TileChoice tile{false, 128, 256, 1, 1};
-  g.plan = hopper::plan_gemm(g.M, g.N, g.K, sm_count(x.get_device()), true, 1, 0, 4, hopper::kFillNarrowMaxKTiles,
-                             true, /*stream_k=*/0, false, true, 0, 0, 0, false, hopper::kOneWarpgroupWidths,
-                             hopper::kWidth192, hopper::kUnswapOneWave128, &tile);
-  g.plan.ring_staging = false;
-  g.evict_first = g.plan.evict_first;
-  if (g.plan.dynamic) g.unit_counter = hopper::stream_ticket_counter(x.get_device(), stream);
-  const char* err = hopper::gemm_launch(g, stream);
-  TORCH_CHECK(err == nullptr, "tk: Hopper SwiGLU GEMM launch failed: ", err);
-  count_call(Path::hopper);
+  launch_swiglu(g, x.get_device(), "SwiGLU GEMM");
+  return true;
+}
+
+// tk.swiglu_down_backward on the SwiGLU backward GEMM (launch.h GemmArgs::swiglu_gu): dh = dy . W_down
+// (dy M x H row-major, W_down H x I row-major: B row-major), d_gate / d_up from it and gu in its
+// epilogue; all contiguous.
+bool hopper_swiglu_grad_backend(at::Tensor& d_gate, at::Tensor& d_up, const at::Tensor& dy, const at::Tensor& wd,
+                                const at::Tensor& gu) {
+  const char* why = !is_sm90(dy.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
+                    : (dy.scalar_type() != at::kBFloat16 && dy.scalar_type() != at::kHalf)
+                        ? "tk.swiglu_down_backward: dtype is not bfloat16/float16"
+                    : (!dy.is_contiguous() || !wd.is_contiguous() || !gu.is_contiguous() || dy.size(1) % 8 != 0 ||
+                       !aligned16(dy) || !aligned16(wd) || !aligned16(gu))
+                        ? "tk.swiglu_down_backward: grad_output, down_weight and gu must be contiguous and 16-B aligned "
+                          "with hidden size % 8 == 0"
+                    : (dy.size(0) > INT_MAX || gu.size(1) > INT_MAX || dy.size(1) > INT_MAX)
+                        ? "tk.swiglu_down_backward: a dimension exceeds 2^31-1"
+                        : nullptr;
+  if (why != nullptr) {
+    note_fallback(why);
+    return false;
+  }
+  hopper::GemmArgs g{};
+  g.a = dy.data_ptr(), g.lda = dy.size(1), g.a_mn = false;
+  g.b = wd.data_ptr(), g.ldb = wd.size(1), g.b_mn = true;
+  g.M = int(dy.size(0)), g.N = int(wd.size(1)), g.K = int(dy.size(1));
+  g.in_dtype = g.out_dtype = to_gemm_dtype(dy.scalar_type());
+  g.out = d_gate.data_ptr(), g.swiglu_gu = gu.data_ptr(), g.swiglu_du = d_up.data_ptr();
+  launch_swiglu(g, dy.get_device(), "SwiGLU backward GEMM");
   return true;
 }
 
@@ -339,5 +374,5 @@ const char* hopper_store_variant() {
 }  // namespace tk
 
 TORCH_LIBRARY_IMPL(tk, CUDA, m) {
-  tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend>::register_impls(m);
+  tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend, &tk::hopper_swiglu_grad_backend>::register_impls(m);
 }

@@ -1,9 +1,7 @@
 // Hopper GEMM v1: TMA -> 128-B swizzled shared ring (mbarrier full/empty) -> wgmma -> registers.
-// One producer warpgroup (a single lane issues TMA) and BM / 64 consumer warpgroups, each owning
-// a 64 x BN strip of the BM x BN output tile; fp32 accumulate; the epilogue (epilogue.cuh) applies
-// the addmm alpha/beta/C terms and stores through swizzled staging boxes and TMA (its last rounds
-// deferred under the next unit's mainloop); split-K partials go out by TMA through the same staging
-// (store_unit_partial_tma), fp32 outputs from registers.
+// One producer warpgroup (one lane issues TMA), BM / 64 consumer warpgroups of a 64 x BN strip each;
+// fp32 accumulate; epilogues: epilogue.cuh (alpha/beta/C, staging boxes + TMA, rounds deferred under
+// the next mainloop), epilogue_split_k.cuh (partials), epilogue_swiglu(_grad).cuh (SwiGLU fwd / bwd).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,6 +17,7 @@
 #include "epilogue.cuh"
 #include "epilogue_split_k.cuh"
 #include "epilogue_swiglu.cuh"
+#include "epilogue_swiglu_grad.cuh"
 #include "gemm_layout.cuh"
 #include "gemm_experiments.cuh"
 #include "kernel_variants.h"
@@ -34,8 +33,7 @@ using namespace kittens::hopper;
 // Persistent, statically or dynamically scheduled: sched_ring.cuh says how and why.
 // Named barrier of the early start (ids 1.. are the epilogue's, one per 64-row strip), and the
 // early release's vote, one per consumer warpgroup (kVoteBarrier + cw).
-constexpr int kStartBarrier = 8;
-constexpr int kVoteBarrier = 9;
+constexpr int kStartBarrier = 8, kVoteBarrier = 9;
 
 template <class L>
 __global__ void __launch_bounds__(L::THREADS, 1)
@@ -47,12 +45,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #ifdef TK_EXPERIMENTS
   const int xp = ep.experiment;
-#else
-  constexpr int xp = 0;
-#endif
-#ifdef TK_EXPERIMENTS
   void* const trace_buf = (xp & kXpTrace) ? ep.trace : nullptr;
 #else
+  constexpr int xp = 0;
   void* const trace_buf = nullptr;
 #endif
   const bool trace_cta = trace_record(trace_buf, 0) != nullptr;
@@ -71,7 +66,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   uint64_t* sched_empty = sched_full + L::SCHED_SLOTS;
   int* sched_unit = reinterpret_cast<int*>(sched_empty + L::SCHED_SLOTS);
   const bool dynamic = unit_counter != nullptr;
-
   // With clusters a unit is a column of CLUSTER vertically adjacent tiles; CTA `rank` of the
   // cluster takes row tile CLUSTER * unit_row + rank (past the last row tile it still loads and
   // multicasts its Y slice; its own rows are zero-filled and its stores masked/clipped).
@@ -243,6 +237,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         } else {
           u += unit_stride;
         }
+        // (After the draw: the consumers take the next id before they release this unit's last stage.)
+        if constexpr (L::kSwiGLUGrad) issue_grad_stages<L>(smem, full, empty, it, ld.m0, ld.n0, &tm_b_tail, lead, evict_first);
         enter_tail(u, in_sk);
       }
       if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
@@ -477,6 +473,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
               held_round = L::FIRST_HELD_ROUND, held_row0 = row0, held_n0 = n0;
               continue;
             }
+          }
+          if constexpr (L::kSwiGLUGrad) {  // tm_out: d_gate, tm_out_tail: d_up; gu's tiles in the ring
+            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank);
+            continue;
           }
           // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.
           do {

@@ -27,10 +27,13 @@ using namespace kittens::hopper;
 // epilogue's staging boxes lie in the stage ring, idle once the CTA's only unit is consumed, so
 // the ring gets one stage more (128 x 128: 7 instead of 6; 64-row token tiles 64 x 144 / 160: 8
 // instead of 7, 64 x 176 / 192: 7 instead of 6, 64 x 224: 6 instead of 5).
-// SWIGLU_: the SwiGLU epilogue (epilogue_swiglu.cuh): besides the packed gate | up product the unit
+// SWIGLU_ 1: the SwiGLU epilogue (epilogue_swiglu.cuh): besides the packed gate | up product the unit
 // stores h = silu(gate) * up; 128 x 256 unclustered tiles, K-major X and Y, no deferred rounds.
+// SWIGLU_ 2: the SwiGLU backward epilogue (epilogue_swiglu_grad.cuh): the unit's product is dL/dh,
+// and it stores dL/dgate and dL/dup from it and the gate | up tiles the producer loads into the
+// ring after the unit's k tiles (GRAD_STAGES stages); 128 x 256 unclustered tiles, K-major X.
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
-          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, bool SWIGLU_ = false>
+          int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
 struct gemm_layout {
   using in_t = T;
   using out_t = OutT;
@@ -42,8 +45,11 @@ struct gemm_layout {
                                    (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
                 "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
-  static constexpr bool kSwiGLU = SWIGLU_;
-  static_assert(!SWIGLU_ || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
+  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2;
+  static_assert(SWIGLU_ != 2 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
+                                 !RING_STAGING_ && sizeof(OutT) == 2),
+                "SwiGLU backward epilogue: 128 x 256 unclustered tiles, K-major X, 16-bit output");
+  static_assert(SWIGLU_ != 1 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
                              !YMn && !RING_STAGING_ && sizeof(OutT) == 2),
                 "SwiGLU epilogue: 128 x 256 unclustered tiles, K-major operands, 16-bit output");
   // STRIPS: 64-row accumulator strips per consumer warpgroup; the epilogue runs once per strip.
@@ -134,8 +140,8 @@ struct gemm_layout {
 #ifndef TK_SWIGLU_HELD
 #define TK_SWIGLU_HELD 4
 #endif
-  static constexpr int EPI_ROUNDS = STORE_ROUNDS + (SWIGLU_ ? 2 : 0);
-  static constexpr int SWIGLU_HELD = SWIGLU_ ? TK_SWIGLU_HELD : 0, SWIGLU_FIRST_HELD = EPI_ROUNDS - SWIGLU_HELD;
+  static constexpr int EPI_ROUNDS = STORE_ROUNDS + (kSwiGLU ? 2 : 0);
+  static constexpr int SWIGLU_HELD = kSwiGLU ? TK_SWIGLU_HELD : 0, SWIGLU_FIRST_HELD = EPI_ROUNDS - SWIGLU_HELD;
   static_assert(SWIGLU_HELD % 2 == 0 && SWIGLU_HELD <= EPI_ROUNDS, "whole buffer pairs of held rounds");
   static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : SWIGLU_HELD > 0 ? SWIGLU_HELD * STORE_COLS / 4 : 1;
   // Early k tiles (deferred epilogue with immediate rounds: BN 192, 256): the unit's rounds all
@@ -184,6 +190,10 @@ struct gemm_layout {
   static constexpr bool kXTail = !XMn, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail);
   static constexpr int Y_SLICE_ROWS = BN_ / CLUSTER_;  // rows of Y each CTA of a cluster loads
   static_assert(STAGES >= 3, "pipeline too shallow");
+  // The SwiGLU backward's gate and up values (epilogue_swiglu_grad.cuh): one ring stage per 64-column
+  // round after the unit's k tiles, holding a 64 x 64 box of gate and one of up per consumer warpgroup.
+  static constexpr int GRAD_STAGES = kSwiGLUGrad ? STORE_ROUNDS : 0, GRAD_BOX_BYTES = 64 * 64 * int(sizeof(T));
+  static_assert(!kSwiGLUGrad || 2 * CONSUMERS * GRAD_BOX_BYTES <= STAGE_BYTES, "a round's gate / up boxes fit a stage");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };
 

@@ -56,6 +56,13 @@ struct GemmArgs {
   // unswapped, unsplit, unclustered, no stream-K, A row-major, a 16-bit output and no C (alpha 1).
   void* swiglu_h = nullptr;
   const void* swiglu_up = nullptr;
+  // The SwiGLU backward GEMM (epilogue_swiglu_grad.cuh): non-null, A.B is dL/dh (M x N, N = the
+  // intermediate size, a multiple of 128) and `swiglu_gu` the forward's packed gate | up (M x 2N,
+  // row-major, 16-B aligned); `out` receives dL/dgate and `swiglu_du` dL/dup (M x N row-major each).
+  // Needs a 128 x 256 plan, unswapped, unsplit, unclustered, no stream-K, A and B row-major, a 16-bit
+  // output of the input dtype and no C (alpha 1).
+  const void* swiglu_gu = nullptr;
+  void* swiglu_du = nullptr;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -228,6 +228,20 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       return "the SwiGLU epilogue needs TMA-storable gu and h (16-B aligned rows, N % 256 == 0), no C, alpha 1";
     ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
   }
+  if constexpr (L::kSwiGLUGrad) {
+    // d_up's map in tout_tail's place, gu's (64 x 64 boxes, read by the producer after each unit's
+    // k tiles) in ty_tail's (gemm_kernel.cuh); no other epilogue variant.
+    const gl2d gd{g.swiglu_du, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))},
+        ggu{g.swiglu_gu, uint64_t(2 * N), uint64_t(g.M), uint64_t(2 * N), uint32_t(sizeof(T))};
+    if (!tma_store || p.swap_ab || N % 128 != 0 || ep.c != nullptr || ep.alpha != 1.f ||
+        reinterpret_cast<uintptr_t>(g.swiglu_du) % 16 != 0 || reinterpret_cast<uintptr_t>(g.swiglu_gu) % 16 != 0 ||
+        !tma_describable(gd) || !tma_describable(ggu) ||
+        make_tma_desc(&tout_tail, gd, tma_dtype<OutT>(), 64, 64) != CUDA_SUCCESS ||
+        make_tma_desc(&ty_tail, ggu, tma_dtype<T>(), 64, 64) != CUDA_SUCCESS)
+      return "the SwiGLU backward epilogue needs TMA-describable d_gate, d_up and gu (16-B aligned rows, N % 128 == 0), "
+             "no C, alpha 1";
+    ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
+  }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue_split_k.cuh store_unit_partial_tma) where it is describable: rows of N floats a
   // multiple of 16 B, a 16-B aligned workspace, whole 32-column rounds, no fused finish (its flags
@@ -404,6 +418,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
           return "the SwiGLU epilogue needs K-contiguous operands and a 16-bit output";
         }
       }
+      if (g.swiglu_gu != nullptr) {  // the SwiGLU backward epilogue (launch.h GemmArgs::swiglu_gu)
+        if constexpr (!XMn && YMn && sizeof(OutT) == 2) {
+          const GemmPlan& p = g.plan;
+          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+            return "the SwiGLU backward epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
+          return detail::launch_layout<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 2>>(g, op, s);
+        } else {
+          return "the SwiGLU backward epilogue needs row-major A and B and a 16-bit output";
+        }
+      }
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
@@ -436,7 +460,8 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (g.swiglu_h != nullptr && (BN != 256 || BM != 128)) return "the SwiGLU epilogue runs on 128 x 256 tiles only";
+  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr) && (BN != 256 || BM != 128))
+    return "the SwiGLU epilogues run on 128 x 256 tiles only";
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
   const bool swap = g.plan.swap_ab;

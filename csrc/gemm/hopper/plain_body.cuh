@@ -26,7 +26,7 @@ namespace tk::hopper {
 #endif
 template <class L>
 constexpr bool has_plain_body() {
-  return L::kTmaStore && !L::kSwiGLU && (L::BN != 256 || TK_PLAIN_BODY_256);
+  return L::kTmaStore && !L::kSwiGLU && !L::kSwiGLUGrad && (L::BN != 256 || TK_PLAIN_BODY_256);
 }
 // Whether this launch takes a plain body: the host's verdict on the epilogue (Epilogue::plain_body)
 // and a TMA store mode (gemm_kernel.cuh: in the 128 x 256 kernels only the in-place one).

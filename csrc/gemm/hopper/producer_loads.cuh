@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cstdint>
 #include "../../kittens/common/raster.h"
+#include "../../kittens/common/swiglu.h"
 #include "../../kittens/hopper/mbarrier.cuh"
 #include "epilogue.cuh"
 
@@ -87,6 +88,31 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
                               uint16_t((1u << L::CLUSTER) - 1), hint_y, evict_first);
     } else
       L::b_tile::load(sub + L::a_tile::kBytes, u.map_y, &full[s], u.n0, k0, hint_y, evict_first);
+  }
+}
+
+// SwiGLU backward (gemm_layout kSwiGLUGrad): after the unit's k tiles, GRAD_STAGES more stages of
+// the gate and up values its epilogue reads (epilogue_swiglu_grad.cuh): stage r, for the tile's
+// features n0 + 64 r .. + 63, holds per consumer warpgroup c a 64 x 64 box of gate (rows m0 + 64 c ..)
+// at 2 c GRAD_BOX_BYTES and the up box after it, from the packed gu (tm_gu: {2 N, M}, 64 x 64 boxes)
+// at the columns kittens::swiglu_packed_col gives (boxes past M or N arrive zero-filled; their
+// outputs are clipped). Read once: L2 evict-first. `it`: the producer's ring count.
+template <class L>
+__device__ __forceinline__ void issue_grad_stages(uint8_t* smem, uint64_t* full, uint64_t* empty, uint32_t& it, int m0,
+                                                  int n0, const CUtensorMap* tm_gu, bool lead, uint64_t evict_first) {
+#pragma unroll 1
+  for (int r = 0; r < L::GRAD_STAGES; ++r, ++it) {
+    const uint32_t s = it % L::STAGES;
+    mbar_wait(&empty[s], ((it / L::STAGES) & 1) ^ 1);
+    if (!lead) continue;
+    mbar_arrive_expect_tx(&full[s], uint32_t(2 * L::CONSUMERS * L::GRAD_BOX_BYTES));
+    const int gate_col = swiglu_packed_col(n0 + r * L::STORE_COLS, false);
+#pragma unroll
+    for (int c = 0; c < L::CONSUMERS; ++c) {
+      uint8_t* box = smem + s * L::STAGE_BYTES + c * 2 * L::GRAD_BOX_BYTES;
+      tma_load_2d_hint(box, tm_gu, &full[s], gate_col, m0 + 64 * c, evict_first);
+      tma_load_2d_hint(box + L::GRAD_BOX_BYTES, tm_gu, &full[s], gate_col + kSwiGLUBlock, m0 + 64 * c, evict_first);
+    }
   }
 }
 }  // namespace tk::hopper
