@@ -3,7 +3,8 @@ d_gate and d_up from dy (dh = dy @ W_down, then the SwiGLU backward), three ways
 process:
   stock: torch.mm (cuBLAS) for dh + swiglu_grads torch.compile'd (Inductor: what the stock step runs);
   tk:    tk.gemm for dh + the same compiled activation gradient (patch_linear's linear layers alone);
-  fused: tk.swiglu_down_backward (one GEMM, the activation gradient in its epilogue; torch_tk/swiglu.py).
+  fused: tk.swiglu_down_backward (one GEMM, the activation gradient in its epilogue; torch_tk/swiglu.py);
+and dh alone (mm: torch.mm, gemm: tk.gemm), for what the fused epilogue costs over a plain one.
 Operands are random (never zeros; gate values over sigmoid's curved range); the fused form is checked
 against float64 first. Prints us per call (median of rounds) and each form's time over stock's.
 
@@ -28,6 +29,9 @@ def forms():
         "stock": lambda dy, wd, gu: grads(torch.mm(dy, wd), gu),
         "tk": lambda dy, wd, gu: grads(torch_tk.gemm(dy, wd), gu),
         "fused": lambda dy, wd, gu: torch_tk.swiglu_down_backward(dy, wd, gu),
+        # dh alone, for what the fused epilogue costs over the plain GEMM's
+        "mm": lambda dy, wd, gu: torch.mm(dy, wd),
+        "gemm": lambda dy, wd, gu: torch_tk.gemm(dy, wd),
     }
 
 
