@@ -32,19 +32,13 @@ def forms():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=int, default=8192)
-    p.add_argument("--hidden", type=int, default=2048)
-    p.add_argument("--intermediate", type=int, default=5632)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--iters", type=int, default=20)
+    interleave.add_options(p)
     p.add_argument("--backward", action="store_true")
-    p.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("swiglu_bench.py: no CUDA device", file=sys.stderr)
+    ready = interleave.setup(args, "swiglu_bench.py")
+    if ready is None:
         return 2
-    dt = getattr(torch, args.dtype)
-    gen = torch.Generator(device="cuda").manual_seed(0)
+    dt, gen = ready
     k, i = args.hidden, args.intermediate
     x = torch.randn(args.tokens, k, device="cuda", dtype=dt, generator=gen)
     wg = (torch.randn(i, k, device="cuda", generator=gen) * k ** -0.5).to(dt)

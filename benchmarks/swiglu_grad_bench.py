@@ -37,18 +37,12 @@ def forms():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=int, default=8192)
-    p.add_argument("--hidden", type=int, default=2048)
-    p.add_argument("--intermediate", type=int, default=5632)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
+    interleave.add_options(p)
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("swiglu_grad_bench.py: no CUDA device", file=sys.stderr)
+    ready = interleave.setup(args, "swiglu_grad_bench.py")
+    if ready is None:
         return 2
-    dt = getattr(torch, args.dtype)
-    gen = torch.Generator(device="cuda").manual_seed(0)
+    dt, gen = ready
     h, i = args.hidden, args.intermediate
     dy = torch.randn(args.tokens, h, device="cuda", dtype=dt, generator=gen)
     wd = (torch.randn(h, i, device="cuda", generator=gen) * h ** -0.5).to(dt)

@@ -1,6 +1,7 @@
 """tk.linear_swiglu on the Hopper kernel (the SwiGLU GEMM, csrc/gemm/hopper/epilogue_swiglu.cuh):
 values against float64 on fresh random data with tails in M and K, outputs fully written (poisoned
-allocator, two calls bitwise equal), gradients, and a compiled patch_linear(fuse_mlp=True) MLP."""
+allocator, two calls bitwise equal), gradients, and compiled patch_linear(fuse_mlp=True) MLPs (gate / up
+fused, and whole: tk.swiglu_mlp)."""
 import pytest
 import torch
 from torch import nn
@@ -87,14 +88,17 @@ class LlamaMLP(nn.Module):  # transformers' form (patch_linear recognises the cl
 
 
 @needs_hopper
-def test_compiled_fused_mlp_trains_like_stock():
+@pytest.mark.parametrize("whole", [False, True], ids=["gate_up", "whole"])
+def test_compiled_fused_mlp_trains_like_stock(whole):
+    """whole: the MLP as tk.swiglu_mlp (its backward through tk.swiglu_down_backward); else
+    down_proj left unpatched, so gate / up alone are fused."""
     torch.manual_seed(1)
     stock = LlamaMLP(256, 640).to(DEV, torch.bfloat16)
-    # down_proj left unpatched: the gate / up fusion alone (test_swiglu_mlp_gpu.py: the whole MLP)
-    fused = torch_tk.patch_linear(LlamaMLP(256, 640).to(DEV, torch.bfloat16), fuse_mlp=True, exclude=["down_proj"])
+    fused = torch_tk.patch_linear(LlamaMLP(256, 640).to(DEV, torch.bfloat16), fuse_mlp=True,
+                                  exclude=[] if whole else ["down_proj"])
     fused.load_state_dict(stock.state_dict())
     rep = torch_tk.patch_report(fused)
-    assert rep["fused_mlp"] == [""] and rep["fused_mlp_backward"] == []
+    assert rep["fused_mlp"] == [""] and rep["fused_mlp_backward"] == ([""] if whole else [])
     x = torch.randn(4, 300, 256, device=DEV, dtype=torch.bfloat16)
     outs, grads = [], []
     for mod in (stock, torch.compile(fused)):

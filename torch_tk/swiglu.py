@@ -123,6 +123,19 @@ def _fast_grads(d_h, gu):
     return _compiled_grads(d_h, gu)
 
 
+def _match(op, ref, ref_name, t, name):
+    """TypeError / ValueError naming `name` unless ``t`` has ``ref``'s dtype and device."""
+    if t.dtype != ref.dtype:
+        raise TypeError(f"{op}: `{ref_name}` and `{name}` must have the same dtype, got {ref.dtype} and {t.dtype}")
+    if t.device != ref.device:
+        raise ValueError(f"{op}: `{ref_name}` and `{name}` must be on the same device, got {ref.device} and {t.device}")
+
+
+def _check_down_weight(op, down_weight):
+    if down_weight.dim() != 2:
+        raise ValueError(f"{op}: `down_weight` must be a 2-D (hidden, intermediate) tensor, got {down_weight.dim()}-D")
+
+
 def _check(input, gate_weight, up_weight):
     op = "tk.linear_swiglu"
     if input.dim() < 1:
@@ -132,10 +145,7 @@ def _check(input, gate_weight, up_weight):
     for w, name in ((gate_weight, "gate_weight"), (up_weight, "up_weight")):
         if w.dim() != 2:
             raise ValueError(f"{op}: `{name}` must be a 2-D (intermediate, in_features) tensor, got {w.dim()}-D")
-        if w.dtype != input.dtype:
-            raise TypeError(f"{op}: `input` and `{name}` must have the same dtype, got {input.dtype} and {w.dtype}")
-        if w.device != input.device:
-            raise ValueError(f"{op}: `input` and `{name}` must be on the same device, got {input.device} and {w.device}")
+        _match(op, input, "input", w, name)
         if w.shape[1] != input.shape[-1]:
             raise ValueError(f"{op}: `input` has {input.shape[-1]} features in its last dimension but `{name}` "
                              f"expects {w.shape[1]}")
@@ -155,14 +165,8 @@ def _check_down(grad_output, down_weight, gu):
         raise TypeError(f"{op}: `grad_output` has dtype {grad_output.dtype}; supported: bfloat16, float16, float32, "
                         "float64")
     for t, name in ((down_weight, "down_weight"), (gu, "gu")):
-        if t.dtype != grad_output.dtype:
-            raise TypeError(f"{op}: `grad_output` and `{name}` must have the same dtype, got {grad_output.dtype} "
-                            f"and {t.dtype}")
-        if t.device != grad_output.device:
-            raise ValueError(f"{op}: `grad_output` and `{name}` must be on the same device, got "
-                             f"{grad_output.device} and {t.device}")
-    if down_weight.dim() != 2:
-        raise ValueError(f"{op}: `down_weight` must be a 2-D (hidden, intermediate) tensor, got {down_weight.dim()}-D")
+        _match(op, grad_output, "grad_output", t, name)
+    _check_down_weight(op, down_weight)
     hidden, i = down_weight.shape
     if grad_output.shape[-1] != hidden:
         raise ValueError(f"{op}: `grad_output` has {grad_output.shape[-1]} features in its last dimension but "
@@ -186,14 +190,8 @@ def down_backward_fake(grad_output, down_weight, gu):
 
 def _check_mlp_down(input, gate_weight, down_weight):
     op = "tk.swiglu_mlp"
-    if down_weight.dim() != 2:
-        raise ValueError(f"{op}: `down_weight` must be a 2-D (hidden, intermediate) tensor, got {down_weight.dim()}-D")
-    if down_weight.dtype != input.dtype:
-        raise TypeError(f"{op}: `input` and `down_weight` must have the same dtype, got {input.dtype} and "
-                        f"{down_weight.dtype}")
-    if down_weight.device != input.device:
-        raise ValueError(f"{op}: `input` and `down_weight` must be on the same device, got {input.device} and "
-                         f"{down_weight.device}")
+    _check_down_weight(op, down_weight)
+    _match(op, input, "input", down_weight, "down_weight")
     if down_weight.shape[1] != gate_weight.shape[0]:
         raise ValueError(f"{op}: `down_weight` has {down_weight.shape[1]} columns but the intermediate size (rows of "
                          f"`gate_weight`) is {gate_weight.shape[0]}")
