@@ -12,9 +12,10 @@ training run: on the H200 both models then run at the 700-W cap's power-cap cloc
 sample (clock_reasons.py), while short runs (--rounds 3 --steps 3) read boost clocks and ratios
 1-3% higher for the patched model (2026-12-05c: 0.993-1.007 short, 0.978-0.984 sustained).
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
-both models. The patched model is patch_linear(model, fuse_mlp=True): its SwiGLU MLPs run gate / up
-and the activation as one tk.linear_swiglu (H100 2026-12-06d, alternating processes: 0.991 / 0.990
-against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only). Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
+both models. The patched model is patch_linear(model, fuse_mlp=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
+and the activation as one tk.linear_swiglu; the backward's activation gradient in the down projection's
+dX GEMM): H100 2026-12-06e 1.000 / 1.001 / 1.005, against 0.991 / 0.983 with --no-fuse-mlp-backward
+(gate / up only; 0.991 / 0.990 on 2026-12-06d against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only). Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
 import copy

@@ -4,7 +4,8 @@ process:
   stock: torch.mm (cuBLAS) for dh + swiglu_grads torch.compile'd (Inductor: what the stock step runs);
   tk:    tk.gemm for dh + the same compiled activation gradient (patch_linear's linear layers alone);
   fused: tk.swiglu_down_backward (one GEMM, the activation gradient in its epilogue; torch_tk/swiglu.py);
-and dh alone (mm: torch.mm, gemm: tk.gemm), for what the fused epilogue costs over a plain one.
+and dh alone (mm: torch.mm, gemm: tk.gemm), for what the fused epilogue costs over a plain one;
+--xp: the fused form with stages of its epilogue removed (a TK_EXPERIMENTS=1 build).
 Operands are random (never zeros; gate values over sigmoid's curved range); the fused form is checked
 against float64 first. Prints us per call (median of rounds) and each form's time over stock's.
 
@@ -38,6 +39,9 @@ def forms():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     interleave.add_options(p)
+    p.add_argument("--xp", default="", help="comma-separated TK_HOPPER_EXPERIMENT values: one more fused form each "
+                   "(a TK_EXPERIMENTS=1 build; gemm_experiments.cuh: e.g. 16777216 = kXpGradNoMath, 3840 = no "
+                   "store stages; such forms store WRONG values)")
     args = p.parse_args(argv)
     ready = interleave.setup(args, "swiglu_grad_bench.py")
     if ready is None:
@@ -54,6 +58,14 @@ def main(argv=None):
     if not max(errs) < 1e-2:
         raise SystemExit(f"swiglu_grad_bench: fused result wrong: relative errors {errs}")
     fs = forms()
+    for v in filter(None, args.xp.split(",")):
+        def xp_form(dy, wd, gu, v=v):
+            os.environ["TK_HOPPER_EXPERIMENT"] = v
+            try:
+                return torch_tk.swiglu_down_backward(dy, wd, gu)
+            finally:
+                os.environ["TK_HOPPER_EXPERIMENT"] = "0"
+        fs[f"xp{v}"] = xp_form
 
     def call(f):
         with torch.no_grad():

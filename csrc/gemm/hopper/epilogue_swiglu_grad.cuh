@@ -38,7 +38,7 @@ template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], const uint8_t* smem, uint64_t* full,
                                                          uint64_t* empty, uint32_t& it, const CUtensorMap* tm_dg,
                                                          const CUtensorMap* tm_du, uint32_t staging, int row0, int n0,
-                                                         int cw, int rank) {
+                                                         int cw, int rank, int xp) {
   static_assert(L::kSwiGLUGrad && L::STRIPS == 1 && L::STORE_COLS == 64 && L::STAGING_BUFFERS == 2 &&
                     L::GRAD_STAGES == L::STORE_ROUNDS,
                 "64-column rounds, one strip per warpgroup, staging buffers 0 / 1 for d_gate / d_up");
@@ -60,16 +60,18 @@ __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], 
     for (int p = 0; p < kWords; ++p) {
       const int r = H * L::STORE_COLS / 2 + 2 * p;  // word p packs accumulator pair (r, r + 1)
       const float2 gf = unpack2(g[p], InT{}), uf = unpack2(u[p], InT{});
-      const float2 e0 = swiglu_grad(acc[r], gf.x, uf.x), e1 = swiglu_grad(acc[r + 1], gf.y, uf.y);
+      float2 e0 = swiglu_grad(acc[r], gf.x, uf.x), e1 = swiglu_grad(acc[r + 1], gf.y, uf.y);
+      if (xp & kXpGradNoMath)  // (TK_EXPERIMENTS builds only: gemm_experiments.cuh)
+        e0 = make_float2(acc[r] * uf.x, acc[r] * gf.x), e1 = make_float2(acc[r + 1] * uf.y, acc[r + 1] * gf.y);
       dg[p] = pack2<OutT>(e0.x, e1.x);
       du[p] = pack2<OutT>(e0.y, e1.y);
     }
     const int col = n0 + H * L::STORE_COLS;
-    tma_round_at<L, 2 * H, false>(tm_dg, staging, row0, col, cw,
-                                  [&](uint32_t base) { stmatrix_round<false>(base, t, dg); });
-    tma_round_at<L, 2 * H + 1, false>(tm_du, staging, row0, col, cw,
-                                      [&](uint32_t base) { stmatrix_round<false>(base, t, du); });
-    store_swiglu_grad_rounds<L, H + 1>(acc, smem, full, empty, it, tm_dg, tm_du, staging, row0, n0, cw, rank);
+    tma_round_at<L, 2 * H, false>(
+        tm_dg, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, dg); }, xp);
+    tma_round_at<L, 2 * H + 1, false>(
+        tm_du, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, du); }, xp);
+    store_swiglu_grad_rounds<L, H + 1>(acc, smem, full, empty, it, tm_dg, tm_du, staging, row0, n0, cw, rank, xp);
   }
 }
 

@@ -46,6 +46,9 @@ constexpr int kXpSpans = 8192, kSpanMax = 1024;
 // take 10-13k cycles after an L2 flush (3k warm): no change; the cause was the kernel's
 // instruction fetches (plain_body.cuh).
 constexpr int kXpPrefetchOut = 16384;
+// kXpGradNoMath: the SwiGLU backward epilogue (epilogue_swiglu_grad.cuh) stores dh u and dh g in
+// place of its gradients (no exp / reciprocal): what its math costs. With kXpEpiNo* its stores go.
+constexpr int kXpGradNoMath = 1 << 24;
 struct CtaSpan {
   unsigned long long start_ns, end_ns;
   int block, smid;

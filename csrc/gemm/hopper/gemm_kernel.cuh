@@ -237,7 +237,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         } else {
           u += unit_stride;
         }
-        // (After the draw: the consumers take the next id before they release this unit's last stage.)
         if constexpr (L::kSwiGLUGrad) issue_grad_stages<L>(smem, full, empty, it, ld.m0, ld.n0, &tm_b_tail, lead, evict_first);
         enter_tail(u, in_sk);
       }
@@ -475,7 +474,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
           }
           if constexpr (L::kSwiGLUGrad) {  // tm_out: d_gate, tm_out_tail: d_up; gu's tiles in the ring
-            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank);
+            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank,
+                                        xp);
             continue;
           }
           // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.

@@ -96,7 +96,9 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
 // features n0 + 64 r .. + 63, holds per consumer warpgroup c a 64 x 64 box of gate (rows m0 + 64 c ..)
 // at 2 c GRAD_BOX_BYTES and the up box after it, from the packed gu (tm_gu: {2 N, M}, 64 x 64 boxes)
 // at the columns kittens::swiglu_packed_col gives (boxes past M or N arrive zero-filled; their
-// outputs are clipped). Read once: L2 evict-first. `it`: the producer's ring count.
+// outputs are clipped). Read once: L2 evict-first. `it`: the producer's ring count. Called after
+// the next unit is drawn (gemm_kernel.cuh): the consumers take the next unit's id before they
+// release this unit's last k stage, whose slot the last of these stages needs.
 template <class L>
 __device__ __forceinline__ void issue_grad_stages(uint8_t* smem, uint64_t* full, uint64_t* empty, uint32_t& it, int m0,
                                                   int n0, const CUtensorMap* tm_gu, bool lead, uint64_t evict_first) {
