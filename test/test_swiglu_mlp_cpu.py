@@ -172,3 +172,45 @@ def test_python_reference_matches_the_op():
     gu = torch.randn(2, 9, 512, dtype=torch.float64)
     for got, ref in zip(swiglu._reference_down_backward(dy, wd, gu), torch_tk.swiglu_down_backward(dy, wd, gu)):
         assert got.shape == ref.shape and rel_err(got, ref) < 1e-12
+
+
+def test_autocast_casts_to_the_autocast_dtype():
+    """Under autocast (CPU, bf16) both ops see bf16 operands (csrc/autocast.cpp) and return bf16; the
+    fp32 leaves get fp32 gradients, close to float64's at bf16 accuracy."""
+    x = torch.randn(6, 40, requires_grad=True)
+    ws = [torch.randn(128, 40, requires_grad=True), torch.randn(128, 40, requires_grad=True),
+          torch.randn(24, 128, requires_grad=True)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = torch_tk.swiglu_mlp(x, *ws)
+        d_g, d_u = torch_tk.swiglu_down_backward(torch.randn(6, 24), ws[2].detach(), torch.randn(6, 256))
+    assert y.dtype == d_g.dtype == d_u.dtype == torch.bfloat16
+    r = torch.randn(6, 24, dtype=torch.float64)
+    (y.double() * r).sum().backward()
+    leaves = [t.detach().double().requires_grad_() for t in (x, *ws)]
+    y64 = _mlp64(*leaves)[0]
+    (y64 * r).sum().backward()
+    assert rel_err(y, y64) < 3e-2
+    for got, ref in zip((x.grad, *(w.grad for w in ws)), (t.grad for t in leaves)):
+        assert got.dtype == torch.float32 and rel_err(got, ref) < 5e-2
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_compiled_step_has_no_activation_kernel_when_whole(whole):
+    """Compiled forward + backward of a fused MLP (CPU Inductor): with the whole MLP fused no generated
+    kernel computes the activation or its gradient (silu / sigmoid: they live in the tk ops); with
+    gate / up fused only, the backward's activation gradient is an Inductor kernel (sigmoid)."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    model = nn.Sequential(LlamaMLP(32, 256))
+    torch_tk.patch_linear(model, fuse_mlp=True, exclude=[] if whole else ["0.down_proj"])
+    assert torch_tk.patch_report(model)["fused_mlp_backward"] == (["0"] if whole else [])
+    compiled = torch.compile(model)
+    x = torch.randn(3, 5, 32, requires_grad=True)
+
+    def step():
+        compiled(x).square().sum().backward()
+
+    _, codes = run_and_get_code(step)
+    text = "\n".join(codes).lower()
+    assert ("sigmoid" in text) != whole
+    assert "silu" not in text or not whole
