@@ -2,7 +2,8 @@
 
 rounds(fns, rounds, iters) -> {name: [us per call, one per round]}: every round calls each callable once
 untimed, then `iters` times between two CUDA events, one callable after another, so clock and power
-drift fall on all of them alike. summary(times, base) -> [(name, median us, median / base's median)].
+drift fall on all of them alike. summary(times, base) -> [(name, median us, median / base's median)];
+print_summary(times, base) prints it, one line per callable with its rounds' range.
 add_options(p) / setup(args, name): the shape and timing options of the SwiGLU benches, and their
 CUDA dtype and seeded generator (None, said on stderr, without a CUDA device).
 """
@@ -30,6 +31,11 @@ def rounds(fns, n_rounds, iters):
 def summary(times, base):
     b = statistics.median(times[base])
     return [(name, statistics.median(t), statistics.median(t) / b) for name, t in times.items()]
+
+
+def print_summary(times, base):
+    for name, us, ratio in summary(times, base):
+        print(f"  {name:<6} {us:9.1f} us  x{ratio:.3f} of {base}  (rounds {min(times[name]):.1f}..{max(times[name]):.1f})")
 
 
 def add_options(p):

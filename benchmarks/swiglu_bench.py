@@ -71,8 +71,7 @@ def main(argv=None):
     print(f"swiglu_bench: {torch.cuda.get_device_name()}, {args.dtype}, x {args.tokens} x {k}, I {i}, "
           f"{'forward + backward' if args.backward else 'forward'}, {args.rounds} rounds x {args.iters} calls; "
           f"fused rel err {err:.1e}")
-    for n, us, ratio in interleave.summary(times, "stock"):
-        print(f"  {n:<6} {us:9.1f} us  x{ratio:.3f} of stock  (rounds {min(times[n]):.1f}..{max(times[n]):.1f})")
+    interleave.print_summary(times, "stock")
     return 0
 
 

@@ -76,8 +76,7 @@ def main(argv=None):
     times = interleave.rounds({n: (lambda f=f: call(f)) for n, f in fs.items()}, args.rounds, args.iters)
     print(f"swiglu_grad_bench: {torch.cuda.get_device_name()}, {args.dtype}, dy {args.tokens} x {h}, I {i}, "
           f"{args.rounds} rounds x {args.iters} calls; fused rel err d_gate {errs[0]:.1e} d_up {errs[1]:.1e}")
-    for n, us, ratio in interleave.summary(times, "stock"):
-        print(f"  {n:<6} {us:9.1f} us  x{ratio:.3f} of stock  (rounds {min(times[n]):.1f}..{max(times[n]):.1f})")
+    interleave.print_summary(times, "stock")
     return 0
 
 
