@@ -223,6 +223,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           }
           if (!lead) continue;
           issue_stage<L>(smem, full, s, kt, ld, &tm_b, rank, hint_x, hint_y, evict_first);
+          prefetch_grad_boxes<L>(kt, skip, kr, ld, xp, &tm_b_tail);  // (SwiGLU backward only)
           if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, ld.m0, ld.n0);
         }
         skip = 0;
@@ -474,8 +475,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
           }
           if constexpr (L::kSwiGLUGrad) {  // tm_out: d_gate, tm_out_tail: d_up; gu's tiles in the ring
-            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank,
-                                        xp);
+            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, row0, n0, cs, xp);
             continue;
           }
           // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.
