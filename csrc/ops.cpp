@@ -176,6 +176,8 @@ TORCH_LIBRARY(tk, m) {
       {at::Tag::pt2_compliant_tag});
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("gemm_pair(Tensor a0, Tensor b0, Tensor a1, Tensor b1) -> (Tensor, Tensor)", {at::Tag::pt2_compliant_tag});
+  m.def("linear_backward(Tensor grad_output, Tensor weight, Tensor input) -> (Tensor, Tensor)",
+        {at::Tag::pt2_compliant_tag});
   m.def("linear_swiglu(Tensor input, Tensor gate_weight, Tensor up_weight) -> (Tensor, Tensor)", {at::Tag::pt2_compliant_tag});
   m.def("swiglu_down_backward(Tensor grad_output, Tensor down_weight, Tensor gu) -> (Tensor, Tensor)",
         {at::Tag::pt2_compliant_tag});

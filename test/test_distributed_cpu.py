@@ -2,7 +2,7 @@
 
 One module-scoped fixture spawns 2 processes once; each rank runs every check below, writes
 {check: {"ok": bool, "err": str, ...}} as JSON, and the tests here assert per check on both ranks.
-Covered: every sharding strategy of tk.gemm / tk.addmm / tk.linear (DTensor inputs from
+Covered: every sharding strategy of tk.gemm / tk.addmm / tk.linear / tk.gemm_pair / tk.linear_backward (DTensor inputs from
 distribute_tensor, compared with a float64 reference of the full tensors, including Partial
 outputs reduced by redistribute -> Replicate), and a ColwiseParallel/RowwiseParallel MLP of
 patched layers (fwd + bwd vs a single-process stock model, CommDebugMode counts equal to stock TP).
@@ -104,6 +104,19 @@ def _ops_checks(mesh):
                 _check_dt(c0, po0, ref_mm, mesh)
                 _check_dt(c1, po1, ref_mm1, mesh)
             run(f"pair_{k0}_{k1}", f)
+
+    # linear_backward(g, w, x) -> (g w, g^T x): tokens, column-parallel and row-parallel placements
+    gl, wl, xl = torch.randn(M, N, generator=g), torch.randn(N, K, generator=g), torch.randn(M, K, generator=g)
+    ref_gi, ref_gw = gl.double() @ wl.double(), gl.double().t() @ xl.double()
+    lb_table = {"R": ((R, R, R), (R, R)), "S0": ((Shard(0), R, Shard(0)), (Shard(0), P)),
+                "col": ((Shard(1), Shard(0), R), (P, Shard(0))), "row": ((R, Shard(1), Shard(1)), (Shard(1), Shard(1)))}
+    for key, (pins, (pgi, pgw)) in lb_table.items():
+        def f(pins=pins, pgi=pgi, pgw=pgw):
+            ins = [distribute_tensor(t, mesh, [p]) for t, p in zip((gl, wl, xl), pins)]
+            gi, gw = torch.ops.tk.linear_backward(*ins)
+            _check_dt(gi, pgi, ref_gi, mesh)
+            _check_dt(gw, pgw, ref_gw, mesh)
+        run(f"lb_{key}", f)
 
     beta, alpha = 0.5, 2.0
     selfs = {"vec": torch.randn(N, generator=g), "full": torch.randn(M, N, generator=g),
@@ -248,6 +261,11 @@ def test_addmm_strategies(results):
 def test_gemm_pair_strategies(results):
     names = _assert_ok(results, "pair_")
     assert len(names) == 4 * 4
+
+
+def test_linear_backward_strategies(results):
+    names = _assert_ok(results, "lb_")
+    assert len(names) == 4
 
 
 def test_linear_strategies(results):

@@ -99,3 +99,20 @@ def test_linear_backward_through_the_pair(shape):
     kw.assert_hopper(3)
     check(x.grad, ref64(g, w), TOL[torch.bfloat16], "dX")
     check(w.grad, ref64(g.t(), x), TOL[torch.bfloat16], "dW")
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", LINEARS[1:3], ids=lambda s: "x".join(map(str, s)))
+def test_linear_backward_is_the_pair(shape, dtype):
+    # tk.linear_backward(grad, W, x) runs tk.gemm_pair(grad, W, grad^T, x): the same kernels and bits
+    T, IN, OUT = shape
+    grad, w, x = _operands(T, IN, OUT, dtype)
+    poison_allocator(T * IN * 2, OUT * IN * 2)
+    with KernelWatch() as kw:
+        dx, dw = torch_tk.linear_backward(grad, w, x)
+    kw.assert_hopper(2)
+    check(dx, ref64(grad, w), TOL[dtype], "dX")
+    check(dw, ref64(grad.t(), x), TOL[dtype], "dW")
+    p0, p1 = torch_tk.gemm_pair(grad, w, grad.t(), x)
+    assert torch.equal(dx, p0) and torch.equal(dw, p1)

@@ -1,7 +1,8 @@
 """torch_tk: ThunderKittens-style GEMM kernels as PyTorch custom operators.
 
 Importing this package loads the compiled library ``torch_tk._C`` (which registers
-``torch.ops.tk.gemm``, ``torch.ops.tk.addmm``, ``torch.ops.tk.linear`` and ``torch.ops.tk.gemm_pair``) and then the fake
+``torch.ops.tk.gemm``, ``torch.ops.tk.addmm``, ``torch.ops.tk.linear``, ``torch.ops.tk.gemm_pair``, ``torch.ops.tk.linear_backward``
+and the SwiGLU ops) and then the fake
 (meta) and autograd registrations in :mod:`torch_tk.ops`.
 
 Where the ops run (queryable):
@@ -22,7 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
-from .ops import addmm, gemm, gemm_pair, linear  # noqa: E402
+from .ops import addmm, gemm, gemm_pair, linear, linear_backward  # noqa: E402
 from .swiglu import gate_up_views, linear_swiglu, swiglu_down_backward, swiglu_grads, swiglu_mlp  # noqa: E402
 from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
@@ -88,7 +89,7 @@ def cdna3_available(device=None):
 
 
 __all__ = [
-    "gemm", "addmm", "linear", "gemm_pair", "linear_swiglu", "swiglu_mlp", "swiglu_down_backward", "gate_up_views",
+    "gemm", "addmm", "linear", "gemm_pair", "linear_backward", "linear_swiglu", "swiglu_mlp", "swiglu_down_backward", "gate_up_views",
     "swiglu_grads", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

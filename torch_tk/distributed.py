@@ -1,4 +1,5 @@
-"""DTensor sharding rules for tk::gemm, tk::addmm, tk::linear and tk::gemm_pair (tensor parallelism).
+"""DTensor sharding rules for tk::gemm, tk::addmm, tk::linear, tk::gemm_pair and tk::linear_backward (tensor
+parallelism).
 
 Importing this module (``import torch_tk`` does) registers, through
 ``torch.distributed.tensor.experimental.register_sharding``, the placements under which each tk op
@@ -21,6 +22,10 @@ linear(input, weight, bias)     R, R, R                      R
                                 R, S(0), S(0)                S(ndim-1)  (column parallel)
                                 S(ndim-1), S(1), Partial     Partial    (row parallel)
 gemm_pair(a0, b0, a1, b1)       each product as gemm, in every combination (backward's dX, dW)
+linear_backward(g, w, x)        R, R, R                      R, R
+ -> (g w, g^T x)                S(0), R, S(0)                S(0), Partial  (rows / tokens)
+                                S(1), S(0), R                Partial, S(0)  (column parallel)
+                                R, S(1), S(1)                S(1), S(1)     (row parallel)
 ==============================  ===========================  ===============================
 
 A replicated bias is never added on every rank of a Partial output: the rule asks for a Partial
@@ -115,7 +120,15 @@ def _rules():
                 for o0, i0 in _mm_strategies(None, a0.shape[0], b0.shape[1])
                 for o1, i1 in _mm_strategies(None, a1.shape[0], b1.shape[1])]
 
-    return _gemm_sharding, _addmm_sharding, _linear_sharding, _gemm_pair_sharding
+    @register_sharding(torch.ops.tk.linear_backward.default)
+    def _linear_backward_sharding(grad_output, weight, input):
+        # (grad_input, grad_weight) from (grad_output, weight, input), as the table above
+        return [([R, R], [R, R, R]),
+                ([Shard(0), Partial()], [Shard(0), R, Shard(0)]),
+                ([Partial(), Shard(0)], [Shard(1), Shard(0), R]),
+                ([Shard(1), Shard(1)], [R, Shard(1), Shard(1)])]
+
+    return _gemm_sharding, _addmm_sharding, _linear_sharding, _gemm_pair_sharding, _linear_backward_sharding
 
 
 def _register():

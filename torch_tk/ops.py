@@ -122,6 +122,31 @@ def gemm_pair(a0, b0, a1, b1):
     return _call_op(torch.ops.tk.gemm_pair.default, a0, b0, a1, b1)
 
 
+def linear_backward(grad_output, weight, input):
+    """A linear layer's input and weight gradients from its output gradient, taken once.
+
+    ``(grad_output @ weight, grad_output.T @ input)``, computed as :func:`gemm_pair` computes
+    ``(grad_output, weight, grad_output.t(), input)`` (the same kernels and bits). Autograd's
+    backward of :func:`linear` uses it: given as one argument, a gradient that is still a pointwise
+    expression in a compiled graph (RoPE's backward before the k projection) is computed and stored
+    once, where :func:`gemm_pair`'s two views of it made Inductor store it twice (benchmarks/NOTES.md,
+    2026-12-06e).
+
+    Args:
+        grad_output: (M, out_features) tensor.
+        weight: (out_features, in_features) tensor.
+        input: (M, in_features) tensor. All three of one dtype (bfloat16/float16 on the kernels,
+            float32/float64 on the reference) and on one device.
+    Returns:
+        (grad_input (M, in_features), grad_weight (out_features, in_features)): new contiguous
+        tensors of the input dtype.
+    Raises:
+        ValueError: a tensor not 2-D, sizes that do not match, tensors on different devices.
+        TypeError: unsupported or mismatched dtypes.
+    """
+    return _call_op(torch.ops.tk.linear_backward.default, grad_output, weight, input)
+
+
 # ----------------------------------------------------------------------------------------------
 # Checks shared by the fakes (mirror csrc/ops.cpp so that compiled and eager code raise alike)
 # ----------------------------------------------------------------------------------------------
@@ -192,6 +217,33 @@ def _gemm_pair_fake(a0, b0, a1, b1):
     t1 = _check_mm(None, a1, b1, None, "tk.gemm_pair", "a1", "b1", "self")
     torch._check_value(a0.device == a1.device, lambda: f"tk.gemm_pair: `a0` and `a1` must be on the same device, got {a0.device} and {a1.device}")
     return a0.new_empty((a0.shape[0], b0.shape[1]), dtype=t0), a1.new_empty((a1.shape[0], b1.shape[1]), dtype=t1)
+
+
+@torch.library.register_fake("tk::linear_backward")
+def _linear_backward_fake(grad_output, weight, input):
+    _check_linear_backward(grad_output, weight, input)
+    return input.new_empty(input.shape), weight.new_empty(weight.shape)
+
+
+def _check_linear_backward(grad_output, weight, input):
+    """tk.linear_backward's argument checks, as csrc/linear_backward.cpp words them."""
+    op = "tk.linear_backward"
+    for t, name, dims in ((grad_output, "grad_output", "(M, out_features)"),
+                          (weight, "weight", "(out_features, in_features)"), (input, "input", "(M, in_features)")):
+        torch._check_value(t.dim() == 2, lambda: f"{op}: `{name}` must be a 2-D {dims} tensor, got {t.dim()}-D")
+    torch._check_value(grad_output.shape[1] == weight.shape[0], lambda: (
+        f"{op}: `grad_output` has {grad_output.shape[1]} columns but `weight` has {weight.shape[0]} rows (out_features)"))
+    torch._check_value(input.shape[1] == weight.shape[1], lambda: (
+        f"{op}: `input` has {input.shape[1]} columns but `weight` has {weight.shape[1]} (in_features)"))
+    torch._check_value(grad_output.shape[0] == input.shape[0], lambda: (
+        f"{op}: `grad_output` has {grad_output.shape[0]} rows but `input` has {input.shape[0]}"))
+    torch._check_type(grad_output.dtype == weight.dtype == input.dtype, lambda: (
+        f"{op}: `grad_output`, `weight` and `input` must have one dtype, got {grad_output.dtype}, {weight.dtype} "
+        f"and {input.dtype}"))
+    torch._check_value(grad_output.device == weight.device == input.device, lambda: (
+        f"{op}: `grad_output`, `weight` and `input` must be on one device, got {grad_output.device}, "
+        f"{weight.device} and {input.device}"))
+    _check_mm(None, grad_output, weight, None, op, "grad_output", "weight", "self")  # supported dtypes
 
 
 @torch.library.register_fake("tk::linear")
@@ -282,6 +334,31 @@ def _gemm_pair_backward(ctx, g0, g1):
 torch.library.register_autograd("tk::gemm_pair", _gemm_pair_backward, setup_context=_gemm_pair_setup)
 
 
+def _linear_backward_setup(ctx, inputs, output):
+    grad_output, weight, input = inputs
+    ctx.set_materialize_grads(False)
+    need = ctx.needs_input_grad
+    ctx.save_for_backward(grad_output if need[1] or need[2] else None, weight if need[0] else None,
+                          input if need[0] else None)
+
+
+def _linear_backward_backward(ctx, d_gi, d_gw):
+    # grad_input = g W and grad_weight = g^T x, so dg = d_gi W^T + x d_gw^T, dW = g^T d_gi, dx = g d_gw.
+    g, weight, input = ctx.saved_tensors
+    need_g, need_w, need_x = ctx.needs_input_grad
+    dg = dw = dx = None
+    if d_gi is not None:
+        dg, dw = _mm_grads(g, weight, d_gi, need_g, need_w)
+    if d_gw is not None:
+        dgt, dx = _mm_grads(g.t() if g is not None else None, input, d_gw, need_g, need_x)
+        if dgt is not None:
+            dg = dgt.t() if dg is None else dg + dgt.t()
+    return dg, dw, dx
+
+
+torch.library.register_autograd("tk::linear_backward", _linear_backward_backward, setup_context=_linear_backward_setup)
+
+
 def _linear_setup(ctx, inputs, output):
     input, weight, bias = inputs
     ctx.input_shape = input.shape
@@ -296,7 +373,10 @@ def _linear_backward(ctx, grad):
     gi = gw = gb = None
     x2d = input.reshape(-1, input.shape[-1]) if ctx.needs_input_grad[1] else None
     if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:  # dX and dW side by side
-        gi, gw = _call_op(torch.ops.tk.gemm_pair, g2d.to(weight.dtype), weight, g2d.t().to(x2d.dtype), x2d)
+        if weight.dtype == x2d.dtype:  # the gradient as one argument (tk.linear_backward says why)
+            gi, gw = _call_op(torch.ops.tk.linear_backward, g2d.to(weight.dtype), weight, x2d)
+        else:
+            gi, gw = _call_op(torch.ops.tk.gemm_pair, g2d.to(weight.dtype), weight, g2d.t().to(x2d.dtype), x2d)
         gi = gi.reshape(ctx.input_shape)
     elif ctx.needs_input_grad[0]:
         gi = _call_op(torch.ops.tk.gemm, g2d.to(weight.dtype), weight).reshape(ctx.input_shape)
@@ -360,6 +440,7 @@ if not _C.has_cuda_kernels:
     _cuda_lib.impl("addmm", _addmm_cuda_ref, "CUDA")
     _cuda_lib.impl("linear", _linear_cuda_ref, "CUDA")
     _cuda_lib.impl("gemm_pair", _gemm_pair_cuda_ref, "CUDA")
+    # (tk.linear_backward's C++ CUDA kernel calls tk.gemm_pair through the dispatcher: this one.)
 
 
 from . import swiglu as _swiglu  # noqa: E402,F401  (tk.linear_swiglu's fake and autograd; after _cuda_lib)
