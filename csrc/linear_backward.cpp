@@ -32,7 +32,10 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_impl(const at::Tensor& grad_o
                     " columns but `weight` has ", num(weight.size(1)), " (in_features)");
   TORCH_CHECK_VALUE(grad_output.size(0) == input.size(0), "tk.linear_backward: `grad_output` has ",
                     num(grad_output.size(0)), " rows but `input` has ", num(input.size(0)));
-  TORCH_CHECK_TYPE(grad_output.scalar_type() == weight.scalar_type() && input.scalar_type() == weight.scalar_type(),
+  const auto t = weight.scalar_type();
+  TORCH_CHECK_TYPE(t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble,
+                   "tk.linear_backward: `weight` has dtype ", t, "; supported: bfloat16, float16, float32, float64");
+  TORCH_CHECK_TYPE(grad_output.scalar_type() == t && input.scalar_type() == t,
                    "tk.linear_backward: `grad_output`, `weight` and `input` must have one dtype, got ",
                    grad_output.scalar_type(), ", ", weight.scalar_type(), " and ", input.scalar_type());
   TORCH_CHECK_VALUE(grad_output.device() == weight.device() && input.device() == weight.device(),

@@ -44,7 +44,7 @@ _BAD = [
     (lambda g, w, x: (g, w, x[:, :-1]), "input", ValueError),
     (lambda g, w, x: (g, w, x[:-1]), "input", ValueError),
     (lambda g, w, x: (g, w, x.double()), "input", TypeError),
-    (lambda g, w, x: (g.to(torch.int32), w.to(torch.int32), x.to(torch.int32)), "grad_output", TypeError),
+    (lambda g, w, x: (g.to(torch.int32), w.to(torch.int32), x.to(torch.int32)), "weight", TypeError),
 ]
 
 

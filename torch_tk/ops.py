@@ -237,13 +237,14 @@ def _check_linear_backward(grad_output, weight, input):
         f"{op}: `input` has {input.shape[1]} columns but `weight` has {weight.shape[1]} (in_features)"))
     torch._check_value(grad_output.shape[0] == input.shape[0], lambda: (
         f"{op}: `grad_output` has {grad_output.shape[0]} rows but `input` has {input.shape[0]}"))
+    torch._check_type(weight.dtype in _FLOATS, lambda: (
+        f"{op}: `weight` has dtype {weight.dtype}; supported: bfloat16, float16, float32, float64"))
     torch._check_type(grad_output.dtype == weight.dtype == input.dtype, lambda: (
         f"{op}: `grad_output`, `weight` and `input` must have one dtype, got {grad_output.dtype}, {weight.dtype} "
         f"and {input.dtype}"))
     torch._check_value(grad_output.device == weight.device == input.device, lambda: (
         f"{op}: `grad_output`, `weight` and `input` must be on one device, got {grad_output.device}, "
         f"{weight.device} and {input.device}"))
-    _check_mm(None, grad_output, weight, None, op, "grad_output", "weight", "self")  # supported dtypes
 
 
 @torch.library.register_fake("tk::linear")

@@ -4,11 +4,11 @@
 //   s = sigmoid(g), d_up = dh g s, d_gate = dh u s (1 + g (1 - s))      (fp32, dh unrounded)
 // with g, u read from the forward's packed gate | up product (kittens/common/swiglu.h). The producer
 // loads them into the stage ring after the unit's k tiles (producer_loads.cuh issue_grad_stages:
-// stage r holds round r's 64 x 64 boxes, gate then up, per consumer warpgroup; L2-prefetched
-// earlier in the unit: prefetch_grad_boxes), so they arrive while the mainloop runs; each round
-// reads its two boxes by ldmatrix in the accumulator's fragment order (the inverse of the stmatrix
-// the stores use: kittens::stmatrix_x4_offset) and stores d_gate through tm_dg and d_up through
-// tm_du from the same stage.
+// stage r holds round r's 64 x 64 boxes, gate then up, per consumer warpgroup), so they arrive
+// while the mainloop runs (an L2 prefetch of them earlier in the unit measured slower: 2026-12-06f,
+// benchmarks/NOTES.md); each round reads its two boxes by ldmatrix in the accumulator's fragment
+// order (the inverse of the stmatrix the stores use: kittens::stmatrix_x4_offset) and stores d_gate
+// through tm_dg and d_up through tm_du from the same stage.
 // Why: the backward's activation gradient otherwise reads dh, g and u back from memory and writes
 // d_gate and d_up in a pointwise kernel (bench_model, H100: 593 us of a 31-ms step;
 // docs/epilogue-fusion.md). sigmoid as 1 / (1 + e^-g) with __expf and __fdividef (g < -88:

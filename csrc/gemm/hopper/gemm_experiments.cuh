@@ -49,10 +49,6 @@ constexpr int kXpPrefetchOut = 16384;
 // kXpGradNoMath: the SwiGLU backward epilogue (epilogue_swiglu_grad.cuh) stores dh u and dh g in
 // place of its gradients (no exp / reciprocal): what its math costs. With kXpEpiNo* its stores go.
 constexpr int kXpGradNoMath = 1 << 24;
-// kXpGuPrefetchOff / kXpGuPrefetchAt: the SwiGLU backward's L2 prefetch of the gate / up boxes
-// (producer_loads.cuh prefetch_grad_boxes) skipped, or issued (xp >> 16) & 255 k tiles before the
-// unit's end instead of gemm_layout::GRAD_PREFETCH_KTILES.
-constexpr int kXpGuPrefetchOff = 1 << 25, kXpGuPrefetchAt = 1 << 26;
 struct CtaSpan {
   unsigned long long start_ns, end_ns;
   int block, smid;

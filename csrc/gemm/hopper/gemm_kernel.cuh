@@ -223,7 +223,6 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           }
           if (!lead) continue;
           issue_stage<L>(smem, full, s, kt, ld, &tm_b, rank, hint_x, hint_y, evict_first);
-          prefetch_grad_boxes<L>(kt, skip, kr, ld, xp, &tm_b_tail);  // (SwiGLU backward only)
           if (xp & kXpPrefetchOut) xp_prefetch_out<L, kStoreTma, kStoreTmaTransposed>(xp, store_mode, kt, kr, &tm_out, ld.m0, ld.n0);
         }
         skip = 0;

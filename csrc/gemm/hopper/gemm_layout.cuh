@@ -193,8 +193,6 @@ struct gemm_layout {
   // The SwiGLU backward's gate and up values (epilogue_swiglu_grad.cuh): one ring stage per 64-column
   // round after the unit's k tiles, holding a 64 x 64 box of gate and one of up per consumer warpgroup.
   static constexpr int GRAD_STAGES = kSwiGLUGrad ? STORE_ROUNDS : 0, GRAD_BOX_BYTES = 64 * 64 * int(sizeof(T));
-  // k tiles before a unit's end where its gate / up boxes are L2-prefetched (producer_loads.cuh).
-  static constexpr int GRAD_PREFETCH_KTILES = 8;
   static_assert(!kSwiGLUGrad || 2 * CONSUMERS * GRAD_BOX_BYTES <= STAGE_BYTES, "a round's gate / up boxes fit a stage");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };

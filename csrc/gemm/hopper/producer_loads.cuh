@@ -8,7 +8,6 @@
 #include "../../kittens/common/swiglu.h"
 #include "../../kittens/hopper/mbarrier.cuh"
 #include "epilogue.cuh"
-#include "gemm_experiments.cuh"
 
 namespace tk::hopper {
 using namespace kittens;
@@ -119,32 +118,4 @@ __device__ __forceinline__ void issue_grad_stages(uint8_t* smem, uint64_t* full,
   }
 }
 
-// SwiGLU backward: the L2 prefetch of the unit's gate / up boxes (those issue_grad_stages loads),
-// issued with the stage of k tile kt when that is the unit's (GRAD_PREFETCH_KTILES from its end)
-// or the first issued past it. Why: issued only after the k tiles, the boxes of all CTAs (132 x
-// 128 KB at once, the CTAs run in step) come from DRAM in one burst the epilogue waits for; a
-// prefetch spreads it under the mainloop and the ring loads then hit L2. TK_EXPERIMENTS builds:
-// kXpGuPrefetchOff skips it, kXpGuPrefetchAt takes the distance from xp bits 16..23.
-template <class L, class KRange>
-__device__ __forceinline__ void prefetch_grad_boxes(int kt, int skip, const KRange& kr, const UnitLoads& ld, int xp,
-                                                    const CUtensorMap* tm_gu) {
-  if constexpr (!L::kSwiGLUGrad) return;
-  if (xp & kXpGuPrefetchOff) return;
-  const int ahead = (xp & kXpGuPrefetchAt) ? (xp >> 16) & 255 : L::GRAD_PREFETCH_KTILES;
-  const int at = kr.end - ahead > kr.begin ? kr.end - ahead : kr.begin;
-  // kt: the first k tile of a stage of L::KT; the prefetch goes with the stage holding `at`, or
-  // with the first stage the loop issues when a pre-issued one (`skip` of them) held it.
-  const bool first = kt == kr.begin + skip * L::KT;
-  if (!(kt <= at && at < kt + L::KT) && !(first && kt > at)) return;
-  const int m0 = ld.m0, n0 = ld.n0;
-#pragma unroll
-  for (int r = 0; r < L::GRAD_STAGES; ++r) {
-    const int gate_col = swiglu_packed_col(n0 + r * L::STORE_COLS, false);
-#pragma unroll
-    for (int c = 0; c < L::CONSUMERS; ++c) {
-      tma_prefetch_l2_2d(tm_gu, gate_col, m0 + 64 * c);
-      tma_prefetch_l2_2d(tm_gu, gate_col + kSwiGLUBlock, m0 + 64 * c);
-    }
-  }
-}
 }  // namespace tk::hopper
