@@ -5,10 +5,9 @@
 // with g, u read from the forward's packed gate | up product (kittens/common/swiglu.h). The producer
 // loads them into the stage ring after the unit's k tiles (producer_loads.cuh issue_grad_stages:
 // stage r holds round r's 64 x 64 boxes, gate then up, per consumer warpgroup), so they arrive
-// while the mainloop runs (an L2 prefetch of them earlier in the unit measured slower: 2026-12-06f,
-// benchmarks/NOTES.md); each round reads its two boxes by ldmatrix in the accumulator's fragment
-// order (the inverse of the stmatrix the stores use: kittens::stmatrix_x4_offset) and stores d_gate
-// through tm_dg and d_up through tm_du from the same stage.
+// while the mainloop runs; each round reads its two boxes by ldmatrix in the accumulator's fragment
+// order (the inverse of the stmatrix the stores use: kittens::stmatrix_x4_offset), releases the
+// stage, and stores d_gate through tm_dg and d_up through tm_du (staging buffers 0 and 1).
 // Why: the backward's activation gradient otherwise reads dh, g and u back from memory and writes
 // d_gate and d_up in a pointwise kernel (bench_model, H100: 593 us of a 31-ms step;
 // docs/epilogue-fusion.md). sigmoid as 1 / (1 + e^-g) with __expf and __fdividef (g < -88:
@@ -34,22 +33,15 @@ __device__ __forceinline__ float2 swiglu_grad(float dh, float g, float u) {
 }
 
 // Rounds H .. STORE_ROUNDS - 1 of one strip (64 columns each; `it`: the consumer's ring count, at
-// the unit's first gate / up stage on entry and past its last on return). The outputs are staged
-// in place: each warp stmatrix-writes d_gate over the gate box and d_up over the up box at the very
-// addresses its own ldmatrix read (stmatrix_x4_offset: a warp's reads and writes cover the same
-// 16 rows, so no barrier is needed between them), and the two stores go out of the ring stage.
-// Why: through the staging buffers every round waited for the same buffer's store one round
-// earlier to be read, behind two barrier pairs; here a round has one barrier and no wait. The cost:
-// a stage is free only once its stores have read it, so thread 0 releases round H's stage (4
-// arrivals for its warpgroup's 4 warps) after round H + 1's stores are issued, and the last one
-// after they have all been read.
+// the unit's first gate / up stage on entry and past its last on return).
 template <class L, int H = 0, int R>
 __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], const uint8_t* smem, uint64_t* full,
                                                          uint64_t* empty, uint32_t& it, const CUtensorMap* tm_dg,
-                                                         const CUtensorMap* tm_du, int row0, int n0, int cw, int xp) {
-  static_assert(L::kSwiGLUGrad && L::STRIPS == 1 && L::STORE_COLS == 64 && L::CLUSTER == 1 && !TK_WG_RELEASE &&
-                    L::GRAD_STAGES == L::STORE_ROUNDS && sizeof(typename L::in_t) == sizeof(typename L::out_t),
-                "64-column rounds, one strip per warpgroup, one release per warp, 16-bit gu and outputs");
+                                                         const CUtensorMap* tm_du, uint32_t staging, int row0, int n0,
+                                                         int cw, int rank, int xp) {
+  static_assert(L::kSwiGLUGrad && L::STRIPS == 1 && L::STORE_COLS == 64 && L::STAGING_BUFFERS == 2 &&
+                    L::GRAD_STAGES == L::STORE_ROUNDS,
+                "64-column rounds, one strip per warpgroup, staging buffers 0 / 1 for d_gate / d_up");
   if constexpr (H < L::STORE_ROUNDS) {
     using InT = typename L::in_t;
     using OutT = typename L::out_t;
@@ -61,6 +53,7 @@ __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], 
     uint32_t g[kWords], u[kWords];
     kittens::hopper::ldmatrix_round(box, t, g);
     kittens::hopper::ldmatrix_round(box + L::GRAD_BOX_BYTES, t, u);
+    release_stage<L>(empty, int(s), rank);  // (ldmatrix is warp-synchronous: the warp's reads are done)
     ++it;
     uint32_t dg[kWords], du[kWords];
 #pragma unroll
@@ -73,31 +66,12 @@ __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], 
       dg[p] = pack2<OutT>(e0.x, e1.x);
       du[p] = pack2<OutT>(e0.y, e1.y);
     }
-    if (!(xp & kXpEpiNoFill)) {
-      stmatrix_round<false>(box, t, dg);
-      stmatrix_round<false>(box + L::GRAD_BOX_BYTES, t, du);
-    }
-    fence_proxy_async_smem();  // the writes, before the async proxy reads them
-    named_barrier(1 + cw, kWarpgroupThreads);
-    if (t == 0) {
-      const int col = n0 + H * L::STORE_COLS;
-      if (!(xp & kXpEpiNoIssue)) {
-        tma_store_2d(tm_dg, box, col, row0);
-        tma_store_2d(tm_du, box + L::GRAD_BOX_BYTES, col, row0);
-      }
-      tma_store_commit();
-      // The previous round's stage once its stores have read it (this round's may still run),
-      // the last round's at once after its own.
-      if constexpr (H > 0) {
-        tma_store_wait_read<1>();
-        mbar_arrive_count(&empty[(it - 2) % L::STAGES], 4);
-      }
-      if constexpr (H + 1 == L::STORE_ROUNDS) {
-        tma_store_wait_read<0>();
-        mbar_arrive_count(&empty[(it - 1) % L::STAGES], 4);
-      }
-    }
-    store_swiglu_grad_rounds<L, H + 1>(acc, smem, full, empty, it, tm_dg, tm_du, row0, n0, cw, xp);
+    const int col = n0 + H * L::STORE_COLS;
+    tma_round_at<L, 2 * H, false>(
+        tm_dg, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, dg); }, xp);
+    tma_round_at<L, 2 * H + 1, false>(
+        tm_du, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, du); }, xp);
+    store_swiglu_grad_rounds<L, H + 1>(acc, smem, full, empty, it, tm_dg, tm_du, staging, row0, n0, cw, rank, xp);
   }
 }
 

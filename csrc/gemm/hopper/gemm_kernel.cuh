@@ -474,7 +474,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
           }
           if constexpr (L::kSwiGLUGrad) {  // tm_out: d_gate, tm_out_tail: d_up; gu's tiles in the ring
-            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, row0, n0, cs, xp);
+            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank,
+                                        xp);
             continue;
           }
           // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.

@@ -117,5 +117,4 @@ __device__ __forceinline__ void issue_grad_stages(uint8_t* smem, uint64_t* full,
     }
   }
 }
-
 }  // namespace tk::hopper

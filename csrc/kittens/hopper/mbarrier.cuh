@@ -24,11 +24,6 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
-// `count` arrivals at once (PTX ISA: mbarrier.arrive's optional count operand).
-__device__ __forceinline__ void mbar_arrive_count(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-
 // Blocks until the phase with the given parity has completed. A fresh barrier is in phase 0,
 // so waiting on parity 1 returns at once ("the previous phase is complete").
 // kCluster: acquire at cluster scope (sees a peer CTA's stores released by its remote arrive);
