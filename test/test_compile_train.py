@@ -143,11 +143,11 @@ def test_compile_fullgraph_train_expected_graphs():
     assert not torch._dynamo.utils.counters["graph_break"]
 
     # forward: tk.linear only; backward: tk ops only -- the last layer's dX (NN: grad @ W) and dW
-    # (TN: grad.t() @ X) in one tk.gemm_pair, the first layer's dW alone (its input needs no
+    # (TN: grad.t() @ X) in one tk.linear_backward, the first layer's dW alone (its input needs no
     # grad) as tk.gemm -- bias grads as sums, and no aten matmul anywhere.
     fw, bw = _names(rec.fw[0]), _names(rec.bw[0])
     assert fw.count("tk.linear.default") == 2
-    assert bw.count("tk.gemm_pair.default") == 1 and bw.count("tk.gemm.default") == 1
+    assert bw.count("tk.linear_backward.default") == 1 and bw.count("tk.gemm.default") == 1
     mm = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.matmul.default", "aten.linear.default"}
     assert not mm & set(fw + bw), (fw, bw)
 
@@ -177,17 +177,16 @@ class GraphModule(torch.nn.Module):
     def forward(self, primals_3: "f32[4, 16]", primals_4: "f32[8, 32]", linear: "f32[4, 32]", gelu: "f32[4, 32]", tangents_1: "f32[4, 8]"):
         view: "f32[4, 8]" = torch.ops.aten.view.default(tangents_1, [-1, 8]);  tangents_1 = None
         view_1: "f32[4, 32]" = torch.ops.aten.view.default(gelu, [-1, 32]);  gelu = None
-        t: "f32[8, 4]" = torch.ops.aten.t.default(view)
-        gemm_pair = torch.ops.tk.gemm_pair.default(view, primals_4, t, view_1);  primals_4 = t = view_1 = None
-        getitem: "f32[4, 32]" = gemm_pair[0]
-        getitem_1: "f32[8, 32]" = gemm_pair[1];  gemm_pair = None
+        linear_backward = torch.ops.tk.linear_backward.default(view, primals_4, view_1);  primals_4 = view_1 = None
+        getitem: "f32[4, 32]" = linear_backward[0]
+        getitem_1: "f32[8, 32]" = linear_backward[1];  linear_backward = None
         view_2: "f32[4, 32]" = torch.ops.aten.view.default(getitem, [4, 32]);  getitem = None
         sum_1: "f32[8]" = torch.ops.aten.sum.dim_IntList(view, [0]);  view = None
         gelu_backward: "f32[4, 32]" = torch.ops.aten.gelu_backward.default(view_2, linear);  view_2 = linear = None
         view_3: "f32[4, 32]" = torch.ops.aten.view.default(gelu_backward, [-1, 32]);  gelu_backward = None
         view_4: "f32[4, 16]" = torch.ops.aten.view.default(primals_3, [-1, 16]);  primals_3 = None
-        t_1: "f32[32, 4]" = torch.ops.aten.t.default(view_3)
-        gemm: "f32[32, 16]" = torch.ops.tk.gemm.default(t_1, view_4);  t_1 = view_4 = None
+        t: "f32[32, 4]" = torch.ops.aten.t.default(view_3)
+        gemm: "f32[32, 16]" = torch.ops.tk.gemm.default(t, view_4);  t = view_4 = None
         sum_2: "f32[32]" = torch.ops.aten.sum.dim_IntList(view_3, [0]);  view_3 = None
         return (gemm, sum_2, None, getitem_1, sum_1)
 """)
@@ -302,7 +301,7 @@ def test_activation_checkpointing_matches_stock(compiled):
         assert not torch._dynamo.utils.counters["graph_break"]
         bw = _names(rec.bw[0])
         assert "tk.linear.default" in bw, f"no recomputation in the compiled backward: {bw}"
-        assert "tk.gemm_pair.default" in bw  # dX and dW of each linear side by side
+        assert "tk.linear_backward.default" in bw  # dX and dW of each linear side by side
 
 
 # ============================================================================ d. torch.export
