@@ -33,10 +33,15 @@ __device__ __forceinline__ float2 swiglu_grad(float dh, float g, float u) {
 }
 
 // Rounds H .. STORE_ROUNDS - 1 of one strip (64 columns each; `it`: the consumer's ring count, at
-// the unit's first gate / up stage on entry and past its last on return).
-template <class L, int H = 0, int R>
-__device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], const uint8_t* smem, uint64_t* full,
-                                                         uint64_t* empty, uint32_t& it, const CUtensorMap* tm_dg,
+// the unit's first gate / up stage on entry and past its last on return). Store round 2 H is its
+// d_gate (staging buffer 0), 2 H + 1 its d_up (buffer 1); those from GRAD_FIRST_HELD on (with
+// GRAD_HELD > 0) are packed into `held` instead, stored under the next unit's first k tiles
+// (store_swiglu_grad_held, from gemm_kernel.cuh's store_held), so that the tensor pipe works
+// through their staging writes and waits.
+template <class L, int H = 0, int R, int W>
+__device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], uint32_t (&held)[W],
+                                                         const uint8_t* smem, uint64_t* full, uint64_t* empty,
+                                                         uint32_t& it, const CUtensorMap* tm_dg,
                                                          const CUtensorMap* tm_du, uint32_t staging, int row0, int n0,
                                                          int cw, int rank, int xp) {
   static_assert(L::kSwiGLUGrad && L::STRIPS == 1 && L::STORE_COLS == 64 && L::STAGING_BUFFERS == 2 &&
@@ -46,6 +51,7 @@ __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], 
     using InT = typename L::in_t;
     using OutT = typename L::out_t;
     constexpr int kWords = L::STORE_COLS / 4;  // 16-bit pairs per thread and round
+    constexpr bool kHeld = L::GRAD_HELD > 0 && 2 * H >= L::GRAD_FIRST_HELD;
     const int t = thread_in_warpgroup();
     const uint32_t s = it % L::STAGES;
     mbar_wait(&full[s], (it / L::STAGES) & 1);
@@ -65,13 +71,37 @@ __device__ __forceinline__ void store_swiglu_grad_rounds(const float (&acc)[R], 
         e0 = make_float2(acc[r] * uf.x, acc[r] * gf.x), e1 = make_float2(acc[r + 1] * uf.y, acc[r + 1] * gf.y);
       dg[p] = pack2<OutT>(e0.x, e1.x);
       du[p] = pack2<OutT>(e0.y, e1.y);
+      if constexpr (kHeld) {
+        held[(2 * H - L::GRAD_FIRST_HELD) * kWords + p] = dg[p];
+        held[(2 * H + 1 - L::GRAD_FIRST_HELD) * kWords + p] = du[p];
+      }
     }
-    const int col = n0 + H * L::STORE_COLS;
-    tma_round_at<L, 2 * H, false>(
-        tm_dg, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, dg); }, xp);
-    tma_round_at<L, 2 * H + 1, false>(
-        tm_du, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, du); }, xp);
-    store_swiglu_grad_rounds<L, H + 1>(acc, smem, full, empty, it, tm_dg, tm_du, staging, row0, n0, cw, rank, xp);
+    if constexpr (!kHeld) {
+      const int col = n0 + H * L::STORE_COLS;
+      tma_round_at<L, 2 * H, false>(
+          tm_dg, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, dg); }, xp);
+      tma_round_at<L, 2 * H + 1, false>(
+          tm_du, staging, row0, col, cw, [&](uint32_t base) { stmatrix_round<false>(base, t, du); }, xp);
+    }
+    store_swiglu_grad_rounds<L, H + 1>(acc, held, smem, full, empty, it, tm_dg, tm_du, staging, row0, n0, cw, rank,
+                                       xp);
+  }
+}
+
+// Held store round e (runtime; GRAD_FIRST_HELD <= e < EPI_ROUNDS), template-unrolled so that every
+// `held` index is a constant: d_gate (even e) or d_up of column round e / 2 of the previous unit.
+template <class L, int E = L::GRAD_FIRST_HELD, int W>
+__device__ __forceinline__ void store_swiglu_grad_held(int e, const uint32_t (&held)[W], const CUtensorMap* tm_dg,
+                                                       const CUtensorMap* tm_du, uint32_t staging, int row0, int n0,
+                                                       int cw) {
+  if constexpr (L::GRAD_HELD > 0 && E < L::EPI_ROUNDS) {
+    if (e == E) {
+      constexpr int P0 = (E - L::GRAD_FIRST_HELD) * L::STORE_COLS / 4;
+      tma_round_at<L, E, false>(E % 2 ? tm_du : tm_dg, staging, row0, n0 + E / 2 * L::STORE_COLS, cw,
+                                [&](uint32_t base) { stmatrix_round<false, P0>(base, thread_in_warpgroup(), held); });
+      return;
+    }
+    store_swiglu_grad_held<L, E + 1>(e, held, tm_dg, tm_du, staging, row0, n0, cw);
   }
 }
 

@@ -143,10 +143,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
     if (L::kYTail && ep.y_tail_rows > 0) tma_prefetch_desc(&tm_b_tail);
   };
-  // Early start (unclustered kernels; ep.early_start, TK_HOPPER_EARLY_START): the producer thread
-  // issues its first loads right after initialising the barriers; the producer warpgroup only
-  // arrives at the start barrier (bar.arrive releases the init to the consumers' bar.sync), so
-  // the loads' latency overlaps the consumers' start-up instead of following a __syncthreads.
+  // Early start (unclustered kernels; ep.early_start, TK_HOPPER_EARLY_START): the producer thread issues
+  // its first loads right after initialising the barriers; the producer warpgroup only arrives at the start
+  // barrier (bar.arrive releases the init to the consumers' bar.sync): the loads overlap the start-up.
   static_assert(1 + L::CONSUMERS * L::STRIPS <= kStartBarrier, "the start barrier's id is an epilogue strip's");
   static_assert(kVoteBarrier + L::CONSUMERS <= 16, "named barrier ids run to 15");
   const bool early_start = L::CLUSTER == 1 && ep.early_start != 0;
@@ -159,8 +158,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
   unsigned tr[kTraceLen + 8];  // the producer's trace (thread 0)
   int tn = 0;
   // Pre-issue (ep.early_start 2): thread 0 issues the first unit's first stages ahead of the role branch
-  // (ptxas puts the producer ~0.5 MB past the entry: a cold fetch after an L2 flush). H200 2026-12-02c,
-  // dirty L2, us, with / without: 1000^3 NT 12.2 / 12.5, 64x4096x4096 17.1 / 17.4, 256x8192x8192 54.8 / 55.1.
+  // (ptxas puts the producer ~0.5 MB past the entry: a cold fetch after an L2 flush). H200 2026-12-02c, dirty
+  // L2, us, with / without: 1000^3 NT 12.2 / 12.5, 64x4096x4096 17.1 / 17.4, 256x8192x8192 54.8 / 55.1.
   const bool pre_issue = early_start && ep.early_start == 2 && !(xp & (kXpBare | kXpNoLoad | kXpPrefetchOut));
   int pre = 0;  // stages issued here (thread 0)
   if (pre_issue && threadIdx.x == 0) {
@@ -272,10 +271,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     int tn = 0;
     const EpiMarks marks{tr, &tn, trace_c0};  // kXpTraceRound
     const EpiMarks* const round_marks = tc_units && (xp & kXpTraceRound) ? &marks : nullptr;
-    // Unit ids taken from the sched ring (dynamic) and the current unit's id: with early k tiles
-    // both wait out the mainloop in shared slots of this warp (sched_ring.cuh WarpSlot). In
-    // registers they left the 64 packed words and the in-flight accumulators too few, and ptxas
-    // spilled them (the unit id 20 B; the count 8 B, in the 128 x 256 kernels' in-place plain body).
+    // Unit ids taken from the sched ring (dynamic) and the current unit's id: with early k tiles both
+    // wait out the mainloop in shared slots of this warp (sched_ring.cuh WarpSlot). In registers they left
+    // the 64 packed words and the in-flight accumulators too few: ptxas spilled them (20 B and 8 B).
     const uint32_t warp_slots = smem_u32(grid_consts + 4 + (threadIdx.x / 32 - 4));
     const WarpSlot<(L::EARLY_KTILES > 0)> unit_slot{warp_slots}, received_slot{warp_slots + L::CONSUMERS * 16};
     int received = 0;
@@ -360,6 +358,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           store_held_round<L>(h, store_mode == kStoreTmaTransposed, held, &tm_out, held_staging_s, held_row0, held_n0, cw);
         if constexpr (L::SWIGLU_HELD > 0)
           store_swiglu_held<L>(h, held, &tm_out, &tm_out_tail, held_staging_s, held_row0, held_n0, cw);
+        store_swiglu_grad_held<L>(h, held, &tm_out, &tm_out_tail, held_staging_s, held_row0, held_n0, cw);
       };
       int u = first_unit;
       enter_tail(u, in_sk);
@@ -387,11 +386,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           const int s = it % L::STAGES;
 #if TK_EARLY_RELEASE
           // Early release: when this stage's operands have not landed yet, the previous stage's
-          // wgmmas are drained and its slot released before the wait, so the producer refills it
-          // now rather than after this stage arrives and is issued (a latency-bound ring holds one
-          // stage fewer hostage). Releases stay in order, one per stage, as before. Each warp tests
-          // the barrier on its own; the warpgroup drains when any of its warps found the stage
-          // not full (a vote: the drain's wait_group must run in all four warps or in none).
+          // wgmmas are drained and its slot released before the wait, so the producer refills it now
+          // rather than after this stage arrives and is issued (a latency-bound ring holds one stage
+          // fewer hostage). Releases stay in order. Each warp tests the barrier; the warpgroup drains
+          // when any of its warps found it not full (a vote: wait_group runs in all four warps or none).
           bool owed = kt > kr.begin;
           if (!(xp & kXpBare) &&
               named_barrier_any(kVoteBarrier + cw, kWarpgroupThreads, !mbar_test(&full[s], (it / L::STAGES) & 1))) {
@@ -474,8 +472,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
             }
           }
           if constexpr (L::kSwiGLUGrad) {  // tm_out: d_gate, tm_out_tail: d_up; gu's tiles in the ring
-            store_swiglu_grad_rounds<L>(acc, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0, cs, rank,
-                                        xp);
+            while (held_round < L::EPI_ROUNDS) store_held(held_round++);  // (GRAD_HELD > 0 only)
+            store_swiglu_grad_rounds<L>(acc, held, smem, full, empty, it, &tm_out, &tm_out_tail, my_staging_s, row0, n0,
+                                        cs, rank, xp);
+            held_round = L::GRAD_FIRST_HELD, held_row0 = row0, held_n0 = n0;
             continue;
           }
           // `continue` in this block ends the strip's epilogue; the accumulators are zeroed after it.

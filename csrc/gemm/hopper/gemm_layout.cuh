@@ -140,10 +140,20 @@ struct gemm_layout {
 #ifndef TK_SWIGLU_HELD
 #define TK_SWIGLU_HELD 4
 #endif
-  static constexpr int EPI_ROUNDS = STORE_ROUNDS + (kSwiGLU ? 2 : 0);
+  // The SwiGLU backward's (epilogue_swiglu_grad.cuh) with GRAD_HELD > 0: d_gate, d_up of each
+  // column round in turn (2 STORE_ROUNDS), the last GRAD_HELD of them held as well.
+  // TK_SWIGLU_GRAD_HELD (build define, A/B; not yet measured): 0, 2 or 4 held rounds.
+#ifndef TK_SWIGLU_GRAD_HELD
+#define TK_SWIGLU_GRAD_HELD 0
+#endif
+  static constexpr int GRAD_HELD = kSwiGLUGrad ? TK_SWIGLU_GRAD_HELD : 0;
+  static constexpr int EPI_ROUNDS = STORE_ROUNDS + (kSwiGLU ? 2 : 0) + (GRAD_HELD > 0 ? STORE_ROUNDS : 0);
   static constexpr int SWIGLU_HELD = kSwiGLU ? TK_SWIGLU_HELD : 0, SWIGLU_FIRST_HELD = EPI_ROUNDS - SWIGLU_HELD;
+  static constexpr int GRAD_FIRST_HELD = EPI_ROUNDS - GRAD_HELD;
   static_assert(SWIGLU_HELD % 2 == 0 && SWIGLU_HELD <= EPI_ROUNDS, "whole buffer pairs of held rounds");
-  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4 : SWIGLU_HELD > 0 ? SWIGLU_HELD * STORE_COLS / 4 : 1;
+  static_assert(GRAD_HELD % 2 == 0 && GRAD_HELD <= EPI_ROUNDS, "whole column rounds (d_gate and d_up) held");
+  static constexpr int HELD_WORDS = kDeferred ? HELD_ROUNDS * STORE_COLS / 4
+                                    : SWIGLU_HELD + GRAD_HELD > 0 ? (SWIGLU_HELD + GRAD_HELD) * STORE_COLS / 4 : 1;
   // Early k tiles (deferred epilogue with immediate rounds: BN 192, 256): the unit's rounds all
   // packed into 16-bit pairs (the held ones and the immediate ones), the next unit's first
   // EARLY_KTILES k tiles are issued on the freed accumulators before the immediate rounds are
