@@ -130,7 +130,7 @@ def linear_backward(grad_output, weight, input):
     backward of :func:`linear` uses it: given as one argument, a gradient that is still a pointwise
     expression in a compiled graph (RoPE's backward before the k projection) is computed and stored
     once, where :func:`gemm_pair`'s two views of it made Inductor store it twice (benchmarks/NOTES.md,
-    2026-12-06e).
+    2026-12-06e; in bench_model's step the kernels around it took the same time either way, 2026-12-06f).
 
     Args:
         grad_output: (M, out_features) tensor.
