@@ -54,8 +54,8 @@ from torch.utils import cpp_extension  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 csrc = os.path.join(here, "csrc")
-sources = ["csrc/ops.cpp", "csrc/swiglu.cpp", "csrc/linear_backward.cpp", "csrc/counters.cpp", "csrc/autocast.cpp",
-           "csrc/module.cpp"]
+sources = ["csrc/ops.cpp", "csrc/swiglu.cpp", "csrc/linear_backward.cpp", "csrc/rope.cpp", "csrc/counters.cpp",
+           "csrc/autocast.cpp", "csrc/module.cpp"]
 
 
 def _cxx_std():

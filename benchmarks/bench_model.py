@@ -48,6 +48,9 @@ def add_model_args(p):
     p.add_argument("--fuse-mlp-backward", action=argparse.BooleanOptionalAction, default=True,
                    help="with --fuse-mlp (default): the whole MLP as tk.swiglu_mlp, its activation gradient in the "
                         "down projection's dX GEMM; --no-fuse-mlp-backward: gate / up fused only (an A/B)")
+    p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=False,
+                   help="patch_linear(fuse_rope=True): q / k projections as tk.linear_rope, the rotary embedding in "
+                        "the GEMM's epilogue (torch_tk/attention.py); off by default until measured")
 
 
 def stock_and_patched(args):
@@ -60,7 +63,8 @@ def stock_and_patched(args):
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
-    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True))
+    patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True),
+                                    fuse_rope=getattr(args, "fuse_rope", False))
     report = torch_tk.patch_report(patched)
     if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
         from torch_tk import mlp

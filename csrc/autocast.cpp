@@ -70,6 +70,14 @@ struct AutocastOps {
                    at::autocast::cached_cast(dt, gu, Dev));
   }
 
+  static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
+                                const at::Tensor& sin) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tk::linear_rope", "").typed<decltype(linear_rope)>();
+    return op.call(at::autocast::cached_cast(dt, input, Dev), at::autocast::cached_cast(dt, weight, Dev),
+                   at::autocast::cached_cast(dt, cos, Dev), at::autocast::cached_cast(dt, sin, Dev));
+  }
   static std::tuple<at::Tensor, at::Tensor, at::Tensor> swiglu_mlp(const at::Tensor& input, const at::Tensor& gate_weight,
                                                                    const at::Tensor& up_weight,
                                                                    const at::Tensor& down_weight) {
@@ -93,6 +101,7 @@ TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
   m.impl("linear_swiglu", &O::linear_swiglu);
   m.impl("swiglu_down_backward", &O::swiglu_down_backward);
   m.impl("swiglu_mlp", &O::swiglu_mlp);
+  m.impl("linear_rope", &O::linear_rope);
 }
 
 TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
@@ -104,4 +113,5 @@ TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
   m.impl("linear_swiglu", &O::linear_swiglu);
   m.impl("swiglu_down_backward", &O::swiglu_down_backward);
   m.impl("swiglu_mlp", &O::swiglu_mlp);
+  m.impl("linear_rope", &O::linear_rope);
 }

@@ -72,6 +72,16 @@ std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_core(const at::Tensor& g
                                                              const at::Tensor& down_weight, const at::Tensor& gu,
                                                              SwiGLUGradBackend backend);
 
+// tk.linear_rope's device hook: fills out2d (M x N, contiguous) with x2d (M x K) . weight^T rotated per
+// head of 2 x cos2d.size(1) columns by the tables cos2d / sin2d (M x head_dim / 2, unit column
+// stride); false declines (the reference runs; the backend notes why).
+using RopeBackend = bool (*)(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& weight,
+                             const at::Tensor& cos2d, const at::Tensor& sin2d);
+
+// tk.linear_rope (csrc/rope.cpp): checks, allocation, empty cases, `backend` or the reference.
+at::Tensor linear_rope_core(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
+                            const at::Tensor& sin, RopeBackend backend);
+
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,
                       double alpha, double beta);

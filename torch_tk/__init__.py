@@ -24,6 +24,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
 from .ops import addmm, gemm, gemm_pair, linear, linear_backward  # noqa: E402
+from .rope import linear_rope  # noqa: E402
 from .swiglu import gate_up_views, linear_swiglu, swiglu_down_backward, swiglu_grads, swiglu_mlp  # noqa: E402
 from . import distributed as _distributed  # noqa: E402,F401  (DTensor sharding rules; never raises)
 
@@ -89,7 +90,7 @@ def cdna3_available(device=None):
 
 
 __all__ = [
-    "gemm", "addmm", "linear", "gemm_pair", "linear_backward", "linear_swiglu", "swiglu_mlp", "swiglu_down_backward", "gate_up_views",
+    "gemm", "addmm", "linear", "gemm_pair", "linear_backward", "linear_swiglu", "linear_rope", "swiglu_mlp", "swiglu_down_backward", "gate_up_views",
     "swiglu_grads", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",
 ]

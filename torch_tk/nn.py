@@ -13,6 +13,7 @@ import weakref
 import torch
 from torch import nn
 
+from . import attention as _attention
 from . import mlp as _mlp
 from . import ops as _ops
 
@@ -114,7 +115,7 @@ def _skip_reason(m, fqn, *, tied, output_fqns, include, exclude, filter_fn):
 
 
 def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_head=True, skip_tied=True,
-                 include_subclasses=False, dry_run=False, strict=False, fuse_mlp=False):
+                 include_subclasses=False, dry_run=False, strict=False, fuse_mlp=False, fuse_rope=False):
     """Makes the linear layers of ``model`` run on ``torch.ops.tk.linear`` (in place, idempotent).
 
     Args:
@@ -136,6 +137,10 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
             runs as tk.swiglu_mlp, whose backward computes the activation gradient inside the down
             projection's dX GEMM. The report lists them under "fused_mlp" (the whole ones also
             under "fused_mlp_backward"); MLPs left unfused under "skipped" with the reason.
+        fuse_rope: also fuse rotary position embedding into the q / k projections of transformers'
+            LlamaAttention / MistralAttention (q_proj and k_proj patched, no bias): they run as
+            tk.linear_rope, the rotation in the GEMM's epilogue (torch_tk/attention.py). Listed under
+            "fused_rope"; attentions left unfused under "skipped" with the reason.
     Returns:
         ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
         "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
@@ -198,6 +203,12 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         report["fused_mlp"] = fused
         report["fused_mlp_backward"] = whole
         report["skipped"].update(skipped)
+    if fuse_rope:
+        patched = set(report["patched"])
+        ids = {id(m) for fqn, m in named if fqn in patched}
+        fused, skipped = _attention.fuse_attentions(model, lambda lin: id(lin) in ids, dry_run=dry_run)
+        report["fused_rope"] = fused
+        report["skipped"].update(skipped)
     if strict and not report["patched"]:
         raise RuntimeError(f"torch_tk.patch_linear(strict=True): nothing was patched; skipped: {report['skipped']}")
     report["dry_run"] = dry_run
@@ -210,6 +221,7 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
 def unpatch_linear(model):
     """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``."""
     _mlp.unfuse_mlps(model)
+    _attention.unfuse_attentions(model)
     for _, m in model.named_modules():
         orig = _orig_class(type(m))
         if orig is not None:

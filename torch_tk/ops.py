@@ -263,6 +263,11 @@ def _swiglu_down_backward_fake(grad_output, down_weight, gu):
     return _swiglu.down_backward_fake(grad_output, down_weight, gu)
 
 
+@torch.library.register_fake("tk::linear_rope")
+def _linear_rope_fake(input, weight, cos, sin):
+    return _rope.fake(input, weight, cos, sin)  # (torch_tk/rope.py, imported at the end)
+
+
 @torch.library.register_fake("tk::swiglu_mlp")
 def _swiglu_mlp_fake(input, gate_weight, up_weight, down_weight):
     return _swiglu.mlp_fake(input, gate_weight, up_weight, down_weight)
@@ -445,3 +450,4 @@ if not _C.has_cuda_kernels:
 
 
 from . import swiglu as _swiglu  # noqa: E402,F401  (tk.linear_swiglu's fake and autograd; after _cuda_lib)
+from . import rope as _rope  # noqa: E402,F401  (tk.linear_rope's fake and autograd; after _cuda_lib)

@@ -52,9 +52,10 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 }
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
-// `SwiBackend`, tk.swiglu_down_backward `GradBackend` (any may decline, or be null: then the
-// reference runs).
-template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr>
+// `SwiBackend`, tk.swiglu_down_backward `GradBackend`, tk.linear_rope `RopeBack` (any may decline, or
+// be null: then the reference runs).
+template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr,
+          RopeBackend RopeBack = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -80,6 +81,10 @@ struct BackendOps {
                                                                  const at::Tensor& down_weight, const at::Tensor& gu) {
     return swiglu_down_backward_core(grad_output, down_weight, gu, GradBackend);
   }
+  static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
+                                const at::Tensor& sin) {
+    return linear_rope_core(input, weight, cos, sin, RopeBack);
+  }
   static void register_impls(torch::Library& m) {
     m.impl("gemm", &gemm);
     m.impl("addmm", &addmm);
@@ -87,6 +92,7 @@ struct BackendOps {
     m.impl("gemm_pair", &gemm_pair);
     m.impl("linear_swiglu", &linear_swiglu);
     m.impl("swiglu_down_backward", &swiglu_down_backward);
+    m.impl("linear_rope", &linear_rope);
   }
 };
 

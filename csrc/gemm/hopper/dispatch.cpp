@@ -270,10 +270,10 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   return true;
 }
 
-// The SwiGLU GEMMs' launch (forward and backward: launch.h GemmArgs::swiglu_h / swiglu_gu): a fixed
+// The SwiGLU and RoPE GEMMs' launch (launch.h GemmArgs::swiglu_h / swiglu_gu / rope_cos): a fixed
 // 128 x 256 plan (the epilogues' tile), unswapped, unclustered, unsplit, no stream-K, on the current
 // stream of `dev`. The backends below decline (visibly) what it cannot run.
-void launch_swiglu(hopper::GemmArgs& g, int dev, const char* what) {
+void launch_fixed_256(hopper::GemmArgs& g, int dev, const char* what) {
   c10::cuda::CUDAGuard guard(dev);
   thread_local int context_ready_for = -1;  // (hopper_backend says why)
   if (context_ready_for != dev) {
@@ -319,7 +319,7 @@ bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, c
   g.M = int(x.size(0)), g.N = int(2 * wg.size(0)), g.K = int(x.size(1));
   g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
   g.out = gu.data_ptr(), g.swiglu_h = h.data_ptr(), g.swiglu_up = wu.data_ptr();
-  launch_swiglu(g, x.get_device(), "SwiGLU GEMM");
+  launch_fixed_256(g, x.get_device(), "SwiGLU GEMM");
   return true;
 }
 
@@ -348,7 +348,40 @@ bool hopper_swiglu_grad_backend(at::Tensor& d_gate, at::Tensor& d_up, const at::
   g.M = int(dy.size(0)), g.N = int(wd.size(1)), g.K = int(dy.size(1));
   g.in_dtype = g.out_dtype = to_gemm_dtype(dy.scalar_type());
   g.out = d_gate.data_ptr(), g.swiglu_gu = gu.data_ptr(), g.swiglu_du = d_up.data_ptr();
-  launch_swiglu(g, dy.get_device(), "SwiGLU backward GEMM");
+  launch_fixed_256(g, dy.get_device(), "SwiGLU backward GEMM");
+  return true;
+}
+
+// tk.linear_rope on the RoPE GEMM (launch.h GemmArgs::rope_cos): x2d row-major, the weight (N x K,
+// row-major: the GEMM's B column-major), heads of 128 columns, the tables' rows 16-B aligned with unit
+// column stride.
+bool hopper_rope_backend(at::Tensor& out, const at::Tensor& x, const at::Tensor& w, const at::Tensor& cos,
+                         const at::Tensor& sin) {
+  auto table_ok = [](const at::Tensor& t) {
+    return t.stride(1) == 1 && t.stride(0) >= 64 && t.stride(0) % 8 == 0 && aligned16(t);
+  };
+  const char* why = !is_sm90(x.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
+                    : (x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf)
+                        ? "tk.linear_rope: dtype is not bfloat16/float16"
+                    : cos.size(1) != 64 ? "tk.linear_rope: head_dim is not 128 (the RoPE kernel's heads are 128 wide)"
+                    : (!x.is_contiguous() || !w.is_contiguous() || x.size(1) % 8 != 0 || !aligned16(x) || !aligned16(w))
+                        ? "tk.linear_rope: input and weight must be contiguous and 16-B aligned with in_features % 8 == 0"
+                    : (!table_ok(cos) || !table_ok(sin) || cos.stride(0) != sin.stride(0))
+                        ? "tk.linear_rope: cos / sin rows must be 16-B aligned, equally far apart, with unit column stride"
+                    : (x.size(0) > INT_MAX || w.size(0) > INT_MAX || x.size(1) > INT_MAX || cos.stride(0) > INT_MAX)
+                        ? "tk.linear_rope: a dimension exceeds 2^31-1"
+                        : nullptr;
+  if (why != nullptr) {
+    note_fallback(why);
+    return false;
+  }
+  hopper::GemmArgs g{};
+  g.a = x.data_ptr(), g.lda = x.size(1), g.a_mn = false;
+  g.b = w.data_ptr(), g.ldb = w.size(1), g.b_mn = false;
+  g.M = int(x.size(0)), g.N = int(w.size(0)), g.K = int(x.size(1));
+  g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
+  g.out = out.data_ptr(), g.rope_cos = cos.data_ptr(), g.rope_sin = sin.data_ptr(), g.rope_ld = cos.stride(0);
+  launch_fixed_256(g, x.get_device(), "RoPE GEMM");
   return true;
 }
 
@@ -374,5 +407,6 @@ const char* hopper_store_variant() {
 }  // namespace tk
 
 TORCH_LIBRARY_IMPL(tk, CUDA, m) {
-  tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend, &tk::hopper_swiglu_grad_backend>::register_impls(m);
+  tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend, &tk::hopper_swiglu_grad_backend,
+                 &tk::hopper_rope_backend>::register_impls(m);
 }

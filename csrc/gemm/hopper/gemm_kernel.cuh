@@ -1,7 +1,8 @@
 // Hopper GEMM v1: TMA -> 128-B swizzled shared ring (mbarrier full/empty) -> wgmma -> registers.
 // One producer warpgroup (one lane issues TMA), BM / 64 consumer warpgroups of a 64 x BN strip each;
 // fp32 accumulate; epilogues: epilogue.cuh (alpha/beta/C, staging boxes + TMA, rounds deferred under
-// the next mainloop), epilogue_split_k.cuh (partials), epilogue_swiglu(_grad).cuh (SwiGLU fwd / bwd).
+// the next mainloop), epilogue_split_k.cuh (partials), epilogue_swiglu(_grad).cuh (SwiGLU fwd / bwd),
+// epilogue_rope.cuh (RoPE on the product before the ordinary epilogue).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -15,6 +16,7 @@
 #include "../../kittens/hopper/wgmma_ops.cuh"
 #include "convert.cuh"
 #include "epilogue.cuh"
+#include "epilogue_rope.cuh"
 #include "epilogue_split_k.cuh"
 #include "epilogue_swiglu.cuh"
 #include "epilogue_swiglu_grad.cuh"
@@ -102,10 +104,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       w = work_unit(dp_units + seg.tile, grid_const(0), grid_const(1), group);
       kr = seg.k;
     } else {
-      // No division for the split (the unsplit plans' common case; 64-row plans never split,
-      // launch_impl.cuh: compiling the split path there made ptxas spill the return address of
-      // its 64-bit division helper once the deferred epilogue's registers were live; since
-      // 2026-11-25f split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
+      // No division for the split (the unsplit plans' common case; 64-row plans never split: the
+      // split path there once spilled a 64-bit division helper's return address; since 2026-11-25f
+      // split_k_range divides in 32 bits, so the two-strip kernels keep the split path).
       if ((L::BM == 64 && !TK_BM64_SPLIT) || splits == 1) {
         w = WorkUnit{grouped_tile(u, grid_const(0), grid_const(1), group), 0};
         kr = KRange{0, grid_const(3)};
@@ -116,11 +117,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     }
   };
   int rank = 0, first_unit = blockIdx.x, unit_stride = gridDim.x;
-  if constexpr (L::CLUSTER > 1) {
-    rank = int(cluster_ctarank());
-    first_unit = int(cluster_id_x());
-    unit_stride = int(cluster_count_x());
-  }
+  if constexpr (L::CLUSTER > 1)
+    rank = int(cluster_ctarank()), first_unit = int(cluster_id_x()), unit_stride = int(cluster_count_x());
 
   // Let a dependent launch (the split-K reduction) get scheduled now; it waits for our completion.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -192,10 +190,9 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     if (threadIdx.x < (warp_producer(L::CLUSTER) ? 32u : 1u)) {
       // (warp_producer: the whole warp; `lead` does the arrivals, copies and atomics.)
       const bool lead = threadIdx.x == 0;
-      // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or
-      // under TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every
-      // other global access of the kernel follows this wait through the full barriers. Without
-      // PDL this returns at once.
+      // Launched as a programmatic dependent (GemmArgs::dependent: after the re-pitch copy, or under
+      // TK_HOPPER_PDL=1), the operands are complete only once the previous grid is; every other global
+      // access follows this wait through the full barriers. Without PDL this returns at once.
       asm volatile("griddepcontrol.wait;" ::: "memory");
       const uint64_t evict_first = l2_evict_first_policy();
       // The first unit's stages issued ahead of the role branch (the lanes of a warp_producer step too).
@@ -237,6 +234,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           u += unit_stride;
         }
         if constexpr (L::kSwiGLUGrad) issue_grad_stages<L>(smem, full, empty, it, ld.m0, ld.n0, &tm_b_tail, lead, evict_first);
+        if constexpr (L::kRope) issue_rope_stage<L>(smem, full, empty, it, ld.m0, &tm_b_tail, &tm_out_tail, lead);
         enter_tail(u, in_sk);
       }
       if (trace_cta && lead) write_trace(trace_record(trace_buf, 0), tr, tn, trace_g0, trace_c0);
@@ -380,8 +378,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
 #pragma unroll
             for (int i = 0; i < L::BN / 2; ++i) accs[st][i] = 0.f;
         }
-        // (With early k tiles: zeroed by the previous epilogue, below -- zeroing them here spilled
-        // 334 B -- or holding this unit's early k tiles.)
+        // (Early k tiles: zeroed by the previous epilogue -- here spilled 334 B -- or holding them.)
         for (int kt = kr.begin + primed; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;
 #if TK_EARLY_RELEASE
@@ -446,6 +443,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           // Opaque per unit: with two strips ptxas otherwise computes both strips' staging
           // addresses before the unit loop and keeps them live across the mainloop (216 B spilled).
           if constexpr (L::STRIPS > 1) asm volatile("" : "+r"(my_staging_s));
+          if constexpr (L::kRope) rope_rotate<L>(acc, smem, full, empty, it, cs, rank);  // cos / sin: tm_b_tail, tm_out_tail
           if constexpr (L::EARLY_KTILES > 0) {
             if (ep.deferred && (store_mode == kStoreTma || store_mode == kStoreTmaTransposed) && more && !in_sk &&
                 kr_next.end - kr_next.begin >= L::EARLY_KTILES) {
@@ -586,7 +584,8 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           tma_store_wait<0>();  // global writes done before exit
       }
     };
-    if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
+    if constexpr (L::kRope) consume(plain_epilogue(ep), kStoreTma);  // its one body (launch_impl.cuh checks)
+    else if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
     else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
     else if (has_staged_plain_body<L>() && ep.plain_staged && store_mode == kStoreStaged)
       consume(plain_staged_epilogue(ep), kStoreStaged);

@@ -32,6 +32,9 @@ using namespace kittens::hopper;
 // SWIGLU_ 2: the SwiGLU backward epilogue (epilogue_swiglu_grad.cuh): the unit's product is dL/dh,
 // and it stores dL/dgate and dL/dup from it and the gate | up tiles the producer loads into the
 // ring after the unit's k tiles (GRAD_STAGES stages); 128 x 256 unclustered tiles, K-major X.
+// SWIGLU_ 3: the RoPE epilogue (epilogue_rope.cuh): the unit's product is rotated by position
+// (heads of 128 columns) before the ordinary epilogue stores it, with the cos / sin tables the
+// producer loads into one ring stage after the unit's k tiles; 128 x 256 unclustered tiles, K-major operands.
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
 struct gemm_layout {
@@ -45,10 +48,13 @@ struct gemm_layout {
                                    (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
                 "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
-  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2;
+  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2, kRope = SWIGLU_ == 3;
   static_assert(SWIGLU_ != 2 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
                                  !RING_STAGING_ && sizeof(OutT) == 2),
                 "SwiGLU backward epilogue: 128 x 256 unclustered tiles, K-major X, 16-bit output");
+  static_assert(SWIGLU_ != 3 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
+                                 !YMn && !RING_STAGING_ && sizeof(OutT) == 2),
+                "RoPE epilogue: 128 x 256 unclustered tiles, K-major operands, 16-bit output");
   static_assert(SWIGLU_ != 1 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
                              !YMn && !RING_STAGING_ && sizeof(OutT) == 2),
                 "SwiGLU epilogue: 128 x 256 unclustered tiles, K-major operands, 16-bit output");
@@ -128,8 +134,9 @@ struct gemm_layout {
 #endif
   // Not with two strips either (their plans run one unit per CTA: nothing to defer under).
   // Nor with a narrow last round (pack_unit / sts_held store whole 64-column rounds).
-  // Nor in the SwiGLU kernels (their h rounds need the gate and up halves at once).
-  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound || SWIGLU_ ? 0
+  // Nor in the SwiGLU kernels (their h rounds need the gate and up halves at once); the RoPE
+  // kernel's rotated product takes the ordinary epilogue, held rounds included.
+  static constexpr int HELD_ROUNDS = STREAM_K_ || STRIPS > 1 || kPartialRound || kSwiGLU || kSwiGLUGrad ? 0
                                      : STORE_ROUNDS < TK_HELD_ROUNDS ? STORE_ROUNDS : TK_HELD_ROUNDS;
   static constexpr int FIRST_HELD_ROUND = STORE_ROUNDS - HELD_ROUNDS;
   static constexpr bool kDeferred = kTmaStore && HELD_ROUNDS > 0;
@@ -197,13 +204,20 @@ struct gemm_layout {
   // TK_BM64_ODD_CLUSTER) load the slice that ends past the tokens as an exact box and skip the
   // slices wholly past them (producer_loads.cuh), the other clustered kernels whole zero-filled boxes.
   static constexpr bool kYSliceTail = CLUSTER_ > 1 && BM_ == 64 && BN_ > 128 && !YMn;
-  static constexpr bool kXTail = !XMn, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail);
+  // (The RoPE kernel's tail maps carry its cos / sin tables: a last column tile past N takes whole,
+  // zero-filled Y boxes.)
+  static constexpr bool kXTail = !XMn, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail) && !kRope;
   static constexpr int Y_SLICE_ROWS = BN_ / CLUSTER_;  // rows of Y each CTA of a cluster loads
   static_assert(STAGES >= 3, "pipeline too shallow");
   // The SwiGLU backward's gate and up values (epilogue_swiglu_grad.cuh): one ring stage per 64-column
   // round after the unit's k tiles, holding a 64 x 64 box of gate and one of up per consumer warpgroup.
   static constexpr int GRAD_STAGES = kSwiGLUGrad ? STORE_ROUNDS : 0, GRAD_BOX_BYTES = 64 * 64 * int(sizeof(T));
   static_assert(!kSwiGLUGrad || 2 * CONSUMERS * GRAD_BOX_BYTES <= STAGE_BYTES, "a round's gate / up boxes fit a stage");
+  // The RoPE epilogue's tables (epilogue_rope.cuh): one ring stage per unit after its k tiles,
+  // holding a 64 x 64 box of cos and one of sin (head dimensions 0..63, the tile's rows) per
+  // consumer warpgroup.
+  static constexpr int ROPE_STAGES = kRope ? 1 : 0, ROPE_BOX_BYTES = 64 * 64 * int(sizeof(T));
+  static_assert(!kRope || 2 * CONSUMERS * ROPE_BOX_BYTES <= STAGE_BYTES, "the cos / sin boxes fit a stage");
   static_assert(STAGES * STAGE_BYTES >= CONSUMERS * STRIPS * STRIP_STAGING_BYTES, "staging fits in the ring");
 };
 

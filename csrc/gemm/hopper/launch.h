@@ -63,6 +63,14 @@ struct GemmArgs {
   // output of the input dtype and no C (alpha 1).
   const void* swiglu_gu = nullptr;
   void* swiglu_du = nullptr;
+  // The RoPE GEMM (epilogue_rope.cuh): non-null, `out` (N a multiple of 128: heads of 128 columns)
+  // receives the product rotated by rows: out[m, 128 h + d] with the tables' row m, d < 64 (rows
+  // of 64 entries, 16-B aligned, `rope_ld` elements apart, in the input dtype). Needs a 128 x 256
+  // plan, unswapped, unsplit, unclustered, no stream-K, K-major A and B, a 16-bit output and no C
+  // (alpha 1).
+  const void* rope_cos = nullptr;
+  const void* rope_sin = nullptr;
+  int64_t rope_ld = 0;
 };
 
 // Launches on `stream` (a cudaStream_t). Returns nullptr on success, else a static error text.

@@ -228,6 +228,19 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       return "the SwiGLU epilogue needs TMA-storable gu and h (16-B aligned rows, N % 256 == 0), no C, alpha 1";
     ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
   }
+  if constexpr (L::kRope) {
+    // cos' map in ty_tail's place, sin's in tout_tail's (64 x 64 boxes, read by the producer after
+    // each unit's k tiles; gemm_kernel.cuh); the product takes the ordinary epilogue after its rotation.
+    const gl2d gc{g.rope_cos, 64, uint64_t(g.M), uint64_t(g.rope_ld), uint32_t(sizeof(T))},
+        gs{g.rope_sin, 64, uint64_t(g.M), uint64_t(g.rope_ld), uint32_t(sizeof(T))};
+    if (!tma_store || p.swap_ab || N % 128 != 0 || ep.c != nullptr || ep.alpha != 1.f || !tma_describable(gc) ||
+        !tma_describable(gs) || make_tma_desc(&ty_tail, gc, tma_dtype<T>(), 64, 64) != CUDA_SUCCESS ||
+        make_tma_desc(&tout_tail, gs, tma_dtype<T>(), 64, 64) != CUDA_SUCCESS)
+      return "the RoPE epilogue needs a TMA-storable output (16-B aligned rows, N % 128 == 0), TMA-describable "
+             "cos / sin tables, no C, alpha 1";
+    // The kernel has the in-place plain body only (gemm_kernel.cuh: the general body beside it spilled).
+    ep.deferred = ep.plain_body = true, ep.stmatrix = ep.plain_staged = false;
+  }
   if constexpr (L::kSwiGLUGrad) {
     // d_up's map in tout_tail's place, gu's (64 x 64 boxes, read by the producer after each unit's
     // k tiles) in ty_tail's (gemm_kernel.cuh); no other epilogue variant.
@@ -418,6 +431,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
           return "the SwiGLU epilogue needs K-contiguous operands and a 16-bit output";
         }
       }
+      if (g.rope_cos != nullptr) {  // the RoPE epilogue (launch.h GemmArgs::rope_cos)
+        if constexpr (!XMn && !YMn && sizeof(OutT) == 2) {
+          const GemmPlan& p = g.plan;
+          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+            return "the RoPE epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
+          return detail::launch_layout<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, 3>>(g, op, s);
+        } else {
+          return "the RoPE epilogue needs K-contiguous operands and a 16-bit output";
+        }
+      }
       if (g.swiglu_gu != nullptr) {  // the SwiGLU backward epilogue (launch.h GemmArgs::swiglu_gu)
         if constexpr (!XMn && YMn && sizeof(OutT) == 2) {
           const GemmPlan& p = g.plan;
@@ -460,8 +483,8 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr) && (BN != 256 || BM != 128))
-    return "the SwiGLU epilogues run on 128 x 256 tiles only";
+  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr || g.rope_cos != nullptr) && (BN != 256 || BM != 128))
+    return "the SwiGLU and RoPE epilogues run on 128 x 256 tiles only";
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
   const bool swap = g.plan.swap_ab;

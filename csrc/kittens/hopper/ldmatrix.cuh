@@ -11,17 +11,24 @@
 
 namespace kittens::hopper {
 
+// Words 4 m .. 4 m + 3 of the round (a quarter: m < 4), for callers that use them before the next.
+__device__ __forceinline__ void ldmatrix_quarter(uint32_t box, int t, int m, uint32_t (&w)[4]) {
+  const uint32_t a = box + stmatrix_x4_offset(uint32_t(t) / 32, uint32_t(t) % 32, m, false);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "r"(a)
+               : "memory");
+}
+
 template <int W>
 __device__ __forceinline__ void ldmatrix_round(uint32_t box, int t, uint32_t (&w)[W]) {
   static_assert(W == 16, "one 64-column round: 16 words per thread");
-  const uint32_t warp = uint32_t(t) / 32, lane = uint32_t(t) % 32;
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
-    const uint32_t a = box + stmatrix_x4_offset(warp, lane, m, false);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w[4 * m]), "=r"(w[4 * m + 1]), "=r"(w[4 * m + 2]), "=r"(w[4 * m + 3])
-                 : "r"(a)
-                 : "memory");
+    uint32_t q[4];
+    ldmatrix_quarter(box, t, m, q);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[4 * m + i] = q[i];
   }
 }
 

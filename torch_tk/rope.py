@@ -1,0 +1,154 @@
+"""tk.linear_rope: an attention projection and its rotary position embedding in one op.
+
+``y = linear_rope(x, weight, cos, sin)`` is ``x @ weight.T`` rotated per head of ``head_dim =
+2 * cos.shape[-1]`` columns in the rotate-half form (transformers' ``apply_rotary_pos_emb``): with
+``h = head_dim / 2`` and ``y0 = x @ weight.T``, for each head and d < h
+
+    y[..., d]     = y0[..., d] * cos[..., d] - y0[..., d + h] * sin[..., d]
+    y[..., d + h] = y0[..., d + h] * cos[..., d] + y0[..., d] * sin[..., d]
+
+where ``cos`` / ``sin`` hold one row per token (the input's leading dimensions) and the first half
+of the head only: transformers' tables repeat it in the second half (``LlamaRotaryEmbedding``:
+``emb = cat(freqs, freqs)``), so ``cos[..., :h]`` of those is this op's ``cos``. On the Hopper
+kernel (head_dim 128, 16-bit dtypes) the rotation runs in the GEMM's epilogue on the fp32
+accumulators (``csrc/gemm/hopper/epilogue_rope.cuh``), so no pointwise kernel reads the projection
+back; a stock model rounds the projection to 16 bits before rotating it.
+
+The backward rotates the output gradient back (the transpose of the rotation, a pointwise pass
+reading the saved tables), then runs the linear layer's two GEMMs (``tk.linear_backward``).
+"""
+import torch
+
+from . import _C
+from . import ops as _ops
+
+
+def linear_rope(input, weight, cos, sin):
+    """``input @ weight.T`` with rotary position embedding applied per head (module docstring).
+
+    Args:
+        input: (*, K) tensor (bfloat16/float16 on the Hopper kernel; float32/float64 on the reference).
+        weight: (N, K) nn.Linear weight (no bias), N a multiple of head_dim.
+        cos, sin: (*, head_dim / 2) tables with the input's leading dimensions (one row per token), the
+            input's dtype; the last dimension unit-stride for the kernel.
+    Returns:
+        (*, N) contiguous tensor of the input dtype.
+    Raises:
+        ValueError: shapes (K mismatch, tables' leading dims, N % head_dim), devices.
+        TypeError: unsupported or mismatched dtypes.
+    Falls back (visibly: ``torch_tk.fallback_reasons()``) to the reference on non-Hopper GPUs, other
+    dtypes, head_dim != 128, non-contiguous or misaligned operands, K % 8 != 0.
+    """
+    return _ops._call_op(torch.ops.tk.linear_rope.default, input, weight, cos, sin)
+
+
+@torch.library.custom_op("tk::rope_half_tables", mutates_args=())
+def half_tables(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first halves of full-width rotary tables (*, head_dim) as new contiguous (*, head_dim / 2)
+    tensors: what :func:`linear_rope` reads from transformers' tables (module docstring).
+
+    An op of its own (not a slice) so that a compiled model's backward reads these tables, saved
+    from the forward: AOTAutograd's partitioner recomputes pointwise producers instead, and for
+    transformers' tables that means sin / cos of every element of the backward's rotation (the
+    stock model's backward does that; CPU Inductor code, 2026-12-06g). Costs two small copies
+    (tokens x head_dim / 2 elements each). No gradient (the tables are fixed buffers).
+    """
+    h = cos.shape[-1] // 2
+    return cos[..., :h].contiguous(), sin[..., :h].contiguous()
+
+
+@half_tables.register_fake
+def _half_tables_fake(cos, sin):
+    h = cos.shape[-1] // 2
+    return cos.new_empty((*cos.shape[:-1], h)), sin.new_empty((*sin.shape[:-1], h))
+
+
+def rotate(y, cos, sin, inverse=False):
+    """The op's rotation of ``y`` (*, N) by tables (*, head_dim / 2) in their common precision (fp32
+    for 16-bit inputs; fp64 stays fp64), returned in y's dtype; ``inverse``: the transpose (the
+    backward's map from dL/dy to dL/dy0)."""
+    acc = torch.float64 if torch.float64 in (y.dtype, cos.dtype) else torch.float32
+    h = cos.shape[-1]
+    y3 = y.reshape(*y.shape[:-1], -1, 2 * h).to(acc)
+    c, s = cos.unsqueeze(-2).to(acc), sin.unsqueeze(-2).to(acc)
+    if inverse:
+        s = -s
+    a, b = y3[..., :h], y3[..., h:]
+    return torch.cat((a * c - b * s, b * c + a * s), dim=-1).reshape(y.shape).to(y.dtype)
+
+
+def _check(input, weight, cos, sin):
+    op = "tk.linear_rope"
+    if input.dim() < 1:
+        raise ValueError(f"{op}: `input` must have at least 1 dimension, got a 0-D tensor")
+    if input.dtype not in _ops._FLOATS:
+        raise TypeError(f"{op}: `input` has dtype {input.dtype}; supported: bfloat16, float16, float32, float64")
+    for t, name in ((weight, "weight"), (cos, "cos"), (sin, "sin")):
+        if t.dtype != input.dtype:
+            raise TypeError(f"{op}: `input` and `{name}` must have the same dtype, got {input.dtype} and {t.dtype}")
+        if t.device != input.device:
+            raise ValueError(f"{op}: `input` and `{name}` must be on the same device, got {input.device} and "
+                             f"{t.device}")
+    if weight.dim() != 2:
+        raise ValueError(f"{op}: `weight` must be a 2-D (out_features, in_features) tensor, got {weight.dim()}-D")
+    if weight.shape[1] != input.shape[-1]:
+        raise ValueError(f"{op}: `input` has {input.shape[-1]} features in its last dimension but `weight` expects "
+                         f"{weight.shape[1]}")
+    lead = tuple(input.shape[:-1])
+    for t, name in ((cos, "cos"), (sin, "sin")):
+        if t.dim() != input.dim() or tuple(t.shape[:-1]) != lead:
+            raise ValueError(f"{op}: `{name}` must have `input`'s leading dimensions {list(lead)} and head_dim / 2 "
+                             f"entries last, got shape {list(t.shape)}")
+    if cos.shape[-1] != sin.shape[-1] or cos.shape[-1] == 0:
+        raise ValueError(f"{op}: `cos` and `sin` must have the same positive last dimension (head_dim / 2), got "
+                         f"{cos.shape[-1]} and {sin.shape[-1]}")
+    if weight.shape[0] % (2 * cos.shape[-1]):
+        raise ValueError(f"{op}: out_features ({weight.shape[0]} rows of `weight`) must be a multiple of head_dim = "
+                         f"2 x cos.size(-1) = {2 * cos.shape[-1]}")
+
+
+def fake(input, weight, cos, sin):
+    """Shapes only (the fake registered in torch_tk/ops.py)."""
+    _check(input, weight, cos, sin)
+    return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+
+def _setup(ctx, inputs, output):
+    input, weight, cos, sin = inputs
+    if ctx.needs_input_grad[2] or ctx.needs_input_grad[3]:
+        raise NotImplementedError("tk.linear_rope: gradients with respect to `cos` / `sin` are not implemented "
+                                  "(rotary tables are fixed buffers in the models this op serves)")
+    ctx.save_for_backward(input, weight, cos, sin)
+
+
+def _backward(ctx, grad):
+    input, weight, cos, sin = ctx.saved_tensors
+    need_x, need_w = ctx.needs_input_grad[:2]
+    d0 = rotate(grad, cos, sin, inverse=True).to(weight.dtype)
+    d2d, x2d = d0.reshape(-1, weight.shape[0]), input.reshape(-1, input.shape[-1])
+    dx = dw = None
+    if need_x and need_w and input.dtype == weight.dtype:
+        dx, dw = _ops._call_op(torch.ops.tk.linear_backward.default, d2d, weight, x2d)
+    else:
+        dx = _ops._call_op(torch.ops.tk.gemm, d2d, weight) if need_x else None
+        dw = _ops._call_op(torch.ops.tk.gemm, d2d.t(), x2d.to(weight.dtype)) if need_w else None
+    return (dx.reshape(input.shape) if dx is not None else None), dw, None, None
+
+
+torch.library.register_autograd("tk::linear_rope", _backward, setup_context=_setup)
+
+
+def reference(input, weight, cos, sin):
+    """y as the C++ reference computes it (fp32 accumulate; fp64 stays fp64; rounded once)."""
+    acc = torch.float64 if input.dtype == torch.float64 else torch.float32
+    y0 = input.to(acc) @ weight.to(acc).t()
+    return rotate(y0, cos.to(acc), sin.to(acc)).to(input.dtype)
+
+
+if not _C.has_cuda_kernels:
+    def _linear_rope_cuda_ref(input, weight, cos, sin):
+        _check(input, weight, cos, sin)
+        _ops._note_py_fallback(_ops._NO_KERNELS)
+        return reference(input, weight, cos, sin)
+
+    _ops._cuda_lib.impl("linear_rope", _linear_rope_cuda_ref, "CUDA")
