@@ -2,8 +2,10 @@
 racecheck / synccheck): the SwiGLU GEMM (csrc/gemm/hopper/epilogue_swiglu.cuh) and the SwiGLU
 backward GEMM (epilogue_swiglu_grad.cuh: gate / up tiles through the stage ring) on shapes with M
 and K tails, I with a half tile past it (384, 1280), units of one k tile (held rounds flushed by the
-next unit's epilogue) and several units per CTA; each result checked against float64 (relative
-Frobenius norm). Exit status 1 on a wrong result.
+next unit's epilogue) and several units per CTA; also tk.linear_rope (the RoPE GEMM,
+epilogue_rope.cuh: cos / sin tables through the stage ring, then the held rounds) on the same
+shapes as (M, K, N = I); each result checked against float64 (relative Frobenius norm). Exit status
+1 on a wrong result.
 
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py
 """
@@ -45,6 +47,18 @@ def main():
             ok = all(e < 1e-2 for e in errs)
             bad += not ok
             print(f"{m}x{k}x{i} {dt}: backward rel err d_gate/d_up {errs[0]:.1e} {errs[1]:.1e} {'ok' if ok else 'WRONG'}")
+            # The RoPE GEMM: x (m x k) against I / 128 heads, tables of m shuffled positions.
+            wq = (torch.randn(i, k, device="cuda") * k ** -0.5).to(dt)
+            ang = torch.randperm(m, device="cuda").double().unsqueeze(1) * 10000.0 ** (
+                -torch.arange(64, device="cuda").double() / 64)
+            cos, sin = ang.cos().to(dt), ang.sin().to(dt)
+            y = torch_tk.linear_rope(x, wq, cos, sin)
+            y3 = (x.double() @ wq.double().t()).view(m, -1, 128)
+            c, sn = cos.double().unsqueeze(1), sin.double().unsqueeze(1)
+            ref = torch.cat((y3[..., :64] * c - y3[..., 64:] * sn, y3[..., 64:] * c + y3[..., :64] * sn), -1)
+            err = ((y.double() - ref.view(m, i)).norm() / ref.norm()).item()
+            bad += not err < 1e-2
+            print(f"{m}x{k}x{i} {dt}: RoPE rel err {err:.1e} {'ok' if err < 1e-2 else 'WRONG'}")
     return 1 if bad else 0
 
 
