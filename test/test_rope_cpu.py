@@ -143,7 +143,7 @@ def test_compile_fullgraph_matches_eager():
 def _tiny_llama(layers=2):
     tr = pytest.importorskip("transformers")
     cfg = tr.LlamaConfig(hidden_size=256, intermediate_size=512, num_attention_heads=2, num_key_value_heads=2,
-                         num_hidden_layers=layers, vocab_size=128, max_position_embeddings=64)
+                         num_hidden_layers=layers, vocab_size=128, max_position_embeddings=256)
     torch.manual_seed(0)
     return tr.LlamaForCausalLM(cfg).train()
 
@@ -156,7 +156,7 @@ def test_patch_linear_fuse_rope_trains_like_stock(compiled):
     rep = torch_tk.patch_report(fused)
     assert rep["fused_rope"] == ["model.layers.0.self_attn", "model.layers.1.self_attn"]
     assert type(fused.model.layers[0].self_attn).__name__ == "TKLlamaAttentionRope"
-    ids = torch.randint(0, 128, (2, 48))
+    ids = torch.randint(0, 128, (2, 160))  # 320 tokens: above attention.SMALL_TOKENS
     losses, grads = [], []
     for m in (stock, torch.compile(fused) if compiled else fused):
         with torch.profiler.profile() as prof:
@@ -181,3 +181,16 @@ def test_fuse_rope_skips_with_reasons():
     m = torch_tk.patch_linear(copy.deepcopy(_tiny_llama(1)), fuse_rope=True, exclude=["re:.*k_proj"])
     rep = torch_tk.patch_report(m)
     assert rep["fused_rope"] == [] and "k_proj" in rep["skipped"]["model.layers.0.self_attn"]
+
+
+def test_small_calls_take_the_stock_forward():
+    """At most SMALL_TOKENS tokens (decode steps): the stock forward (its projections' skinny kernels)."""
+    import copy
+    from torch_tk import attention
+    stock = _tiny_llama(1)
+    fused = torch_tk.patch_linear(copy.deepcopy(stock), fuse_rope=True)
+    ids = torch.randint(0, 128, (1, attention.SMALL_TOKENS))
+    with torch.profiler.profile() as prof:
+        y = fused(input_ids=ids).logits
+    assert not any(e.name == "tk::linear_rope" for e in prof.events())
+    assert rel_err(y, stock(input_ids=ids).logits) < 1e-5

@@ -7,7 +7,8 @@ with ``tk.linear_rope`` -- the projection GEMM with the rotation in its epilogue
 (torch_tk/rope.py) -- and is otherwise the stock forward (v_proj, the model's attention
 function, o_proj). As for the linear layers, only the class changes: modules, Parameters,
 state_dict keys and optimizer references stay. A KV cache is updated as the stock forward does it;
-without position_embeddings or with extra positional arguments the stock forward runs.
+for calls of at most SMALL_TOKENS tokens (decode steps), without position_embeddings or with extra
+positional arguments the stock forward runs.
 Why: bench_model's patched step spent ~264 us of ~31 ms rotating q and k in Inductor kernels that
 read the projections back and recompute sin / cos per element (H100, 2026-12-06f;
 docs/epilogue-fusion.md).
@@ -58,8 +59,13 @@ def _attention_function(self):
     return module.eager_attention_forward if impl == "eager" else ALL_ATTENTION_FUNCTIONS[impl]
 
 
+# Up to this many tokens per call (decode steps, small batches) the stock forward runs: its q / k
+# projections take the skinny kernels (plan.h), which the RoPE GEMM's fixed 128 x 256 plan is not.
+SMALL_TOKENS = 256
+
+
 def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask=None, *args, **kwargs):
-    if position_embeddings is None or args:
+    if position_embeddings is None or args or hidden_states.shape[:-1].numel() <= SMALL_TOKENS:
         return _ORIG[type(self)].forward(self, hidden_states, position_embeddings, attention_mask, *args, **kwargs)
     cache = _pop_cache(kwargs)
     input_shape = hidden_states.shape[:-1]
