@@ -12,10 +12,14 @@ training run: on the H200 both models then run at the 700-W cap's power-cap cloc
 sample (clock_reasons.py), while short runs (--rounds 3 --steps 3) read boost clocks and ratios
 1-3% higher for the patched model (2026-12-05c: 0.993-1.007 short, 0.978-0.984 sustained).
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
-both models. The patched model is patch_linear(model, fuse_mlp=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
+both models. The patched model is patch_linear(model, fuse_mlp=True, fuse_rope=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
 and the activation as one tk.linear_swiglu; the backward's activation gradient in the down projection's
 dX GEMM): H100 2026-12-06e 1.000 / 1.001 / 1.005, against 0.991 / 0.983 with --no-fuse-mlp-backward
-(gate / up only; 0.991 / 0.990 on 2026-12-06d against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only). Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
+(gate / up only; 0.991 / 0.990 on 2026-12-06d against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only).
+Since 2026-12-06g also fuse_rope=True (the attention's q / k projections as tk.linear_rope, the rotary
+embedding in the GEMM's epilogue): H100 1.018 / 1.009 / 1.022 / 1.020 against 1.011 / 0.995 / 0.998 /
+1.001 with --no-fuse-rope (alternating processes, benchmarks/results/h100_2026-12-06g_rope.txt).
+Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
 import copy
@@ -48,9 +52,9 @@ def add_model_args(p):
     p.add_argument("--fuse-mlp-backward", action=argparse.BooleanOptionalAction, default=True,
                    help="with --fuse-mlp (default): the whole MLP as tk.swiglu_mlp, its activation gradient in the "
                         "down projection's dX GEMM; --no-fuse-mlp-backward: gate / up fused only (an A/B)")
-    p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=False,
-                   help="patch_linear(fuse_rope=True): q / k projections as tk.linear_rope, the rotary embedding in "
-                        "the GEMM's epilogue (torch_tk/attention.py); off by default until measured")
+    p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=True,
+                   help="patch_linear(fuse_rope=True) (default): q / k projections as tk.linear_rope, the rotary "
+                        "embedding in the GEMM's epilogue (torch_tk/attention.py); --no-fuse-rope: without (an A/B)")
 
 
 def stock_and_patched(args):
@@ -64,7 +68,7 @@ def stock_and_patched(args):
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
     patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True),
-                                    fuse_rope=getattr(args, "fuse_rope", False))
+                                    fuse_rope=getattr(args, "fuse_rope", True))
     report = torch_tk.patch_report(patched)
     if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
         from torch_tk import mlp

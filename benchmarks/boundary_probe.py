@@ -100,8 +100,9 @@ def main():
     add_model_args(p)
     p.add_argument("--profile", action="store_true", help="after timing, bench_model's kernel-class profile of each model")
     p.add_argument("--out", default=None)
-    # The boundary model replaces linear layers only, so tk's model does too unless asked (--fuse-mlp).
-    p.set_defaults(fuse_mlp=False)
+    # The boundary model replaces linear layers only, so tk's model does too unless asked (--fuse-mlp,
+    # --fuse-rope).
+    p.set_defaults(fuse_mlp=False, fuse_rope=False)
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("boundary_probe: needs a CUDA GPU")
