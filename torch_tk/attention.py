@@ -21,6 +21,7 @@ import sys
 import torch
 from torch import nn
 
+from . import fusion as _fusion
 from . import ops as _ops
 from . import rope as _rope
 
@@ -117,26 +118,11 @@ def skip_reason(m, is_patched):
 def fuse_attentions(model, is_patched, dry_run=False):
     """Fuses RoPE into the q / k projections of every fusable attention of ``model`` (in place).
     Returns (fused fqns, {fqn: reason})."""
-    fused, skipped = [], {}
-    for fqn, m in model.named_modules():
-        cls = type(m)
-        if cls in _ORIG:
-            fused.append(fqn)
-            continue
-        if cls.__name__ not in ROPE_ATTENTION_CLASSES:
-            continue
-        why = skip_reason(m, is_patched)
-        if why is not None:
-            skipped[fqn] = why
-            continue
-        if not dry_run:
-            m.__class__ = fused_class(cls)
-        fused.append(fqn)
-    return fused, skipped
+    fused, skipped = _fusion.swap_classes(model, ROPE_ATTENTION_CLASSES, _ORIG, skip_reason, is_patched,
+                                          lambda m: fused_class(type(m)), dry_run)
+    return [f for f, _ in fused], skipped
 
 
 def unfuse_attentions(model):
     """Restores the original class of every fused attention of ``model``."""
-    for _, m in model.named_modules():
-        if type(m) in _ORIG:
-            m.__class__ = _ORIG[type(m)]
+    _fusion.restore_classes(model, _ORIG)

@@ -16,6 +16,7 @@ modules' own forward (and their hooks) do not run in a fused MLP.
 import torch
 from torch import nn
 
+from . import fusion as _fusion
 from . import ops as _ops
 from .swiglu import BLOCK
 
@@ -87,31 +88,11 @@ def skip_reason(m, is_patched):
 def fuse_mlps(model, is_patched, dry_run=False):
     """Fuses every fusable SwiGLU MLP of ``model`` (in place). Returns (fused fqns, fqns of those
     fused whole -- down projection and backward included --, {fqn: reason})."""
-    fused, whole, skipped = [], [], {}
-    for fqn, m in model.named_modules():
-        cls = type(m)
-        if cls in _ORIG:
-            fused.append(fqn)
-            if cls.forward is _whole_forward:
-                whole.append(fqn)
-            continue
-        if cls.__name__ not in SWIGLU_MLP_CLASSES:
-            continue
-        why = skip_reason(m, is_patched)
-        if why is not None:
-            skipped[fqn] = why
-            continue
-        w = _down_whole(m, is_patched)
-        if not dry_run:
-            m.__class__ = fused_class(cls, w)
-        fused.append(fqn)
-        if w:
-            whole.append(fqn)
-    return fused, whole, skipped
+    fused, skipped = _fusion.swap_classes(model, SWIGLU_MLP_CLASSES, _ORIG, skip_reason, is_patched,
+                                          lambda m: fused_class(type(m), _down_whole(m, is_patched)), dry_run)
+    return [f for f, _ in fused], [f for f, c in fused if c.forward is _whole_forward], skipped
 
 
 def unfuse_mlps(model):
     """Restores the original class of every fused MLP of ``model``."""
-    for _, m in model.named_modules():
-        if type(m) in _ORIG:
-            m.__class__ = _ORIG[type(m)]
+    _fusion.restore_classes(model, _ORIG)

@@ -296,6 +296,23 @@ void launch_fixed_256(hopper::GemmArgs& g, int dev, const char* what) {
 
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
+// The fixed-plan GEMMs' arguments (the backends below): a (M x K, row-major), b (ld = b.size(1)):
+// K-major (an N x K row-major weight) or, b_mn, N-contiguous (K x N row-major); 16-bit in and out.
+hopper::GemmArgs fixed_args(const at::Tensor& a, const at::Tensor& b, bool b_mn, int64_t N) {
+  hopper::GemmArgs g{};
+  g.a = a.data_ptr(), g.lda = a.size(1), g.a_mn = false;
+  g.b = b.data_ptr(), g.ldb = b.size(1), g.b_mn = b_mn;
+  g.M = int(a.size(0)), g.N = int(N), g.K = int(a.size(1));
+  g.in_dtype = g.out_dtype = to_gemm_dtype(a.scalar_type());
+  return g;
+}
+
+// True when `why` is null; else the decline is noted (fallback_reasons) and false.
+bool accepted(const char* why) {
+  if (why != nullptr) note_fallback(why);
+  return why == nullptr;
+}
+
 // tk.linear_swiglu on the SwiGLU GEMM (launch.h GemmArgs::swiglu_h): x2d row-major, the gate and up
 // weights (I x K, row-major: the GEMM's B column-major), gu / h contiguous.
 bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, const at::Tensor& wg,
@@ -309,15 +326,8 @@ bool hopper_swiglu_backend(at::Tensor& gu, at::Tensor& h, const at::Tensor& x, c
                     : (x.size(0) > INT_MAX || 2 * wg.size(0) > INT_MAX || x.size(1) > INT_MAX)
                         ? "tk.linear_swiglu: a dimension exceeds 2^31-1"
                         : nullptr;
-  if (why != nullptr) {
-    note_fallback(why);
-    return false;
-  }
-  hopper::GemmArgs g{};
-  g.a = x.data_ptr(), g.lda = x.size(1), g.a_mn = false;
-  g.b = wg.data_ptr(), g.ldb = wg.size(1), g.b_mn = false;
-  g.M = int(x.size(0)), g.N = int(2 * wg.size(0)), g.K = int(x.size(1));
-  g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
+  if (!accepted(why)) return false;
+  hopper::GemmArgs g = fixed_args(x, wg, false, 2 * wg.size(0));
   g.out = gu.data_ptr(), g.swiglu_h = h.data_ptr(), g.swiglu_up = wu.data_ptr();
   launch_fixed_256(g, x.get_device(), "SwiGLU GEMM");
   return true;
@@ -338,15 +348,8 @@ bool hopper_swiglu_grad_backend(at::Tensor& d_gate, at::Tensor& d_up, const at::
                     : (dy.size(0) > INT_MAX || gu.size(1) > INT_MAX || dy.size(1) > INT_MAX)
                         ? "tk.swiglu_down_backward: a dimension exceeds 2^31-1"
                         : nullptr;
-  if (why != nullptr) {
-    note_fallback(why);
-    return false;
-  }
-  hopper::GemmArgs g{};
-  g.a = dy.data_ptr(), g.lda = dy.size(1), g.a_mn = false;
-  g.b = wd.data_ptr(), g.ldb = wd.size(1), g.b_mn = true;
-  g.M = int(dy.size(0)), g.N = int(wd.size(1)), g.K = int(dy.size(1));
-  g.in_dtype = g.out_dtype = to_gemm_dtype(dy.scalar_type());
+  if (!accepted(why)) return false;
+  hopper::GemmArgs g = fixed_args(dy, wd, true, wd.size(1));
   g.out = d_gate.data_ptr(), g.swiglu_gu = gu.data_ptr(), g.swiglu_du = d_up.data_ptr();
   launch_fixed_256(g, dy.get_device(), "SwiGLU backward GEMM");
   return true;
@@ -371,15 +374,8 @@ bool hopper_rope_backend(at::Tensor& out, const at::Tensor& x, const at::Tensor&
                     : (x.size(0) > INT_MAX || w.size(0) > INT_MAX || x.size(1) > INT_MAX || cos.stride(0) > INT_MAX)
                         ? "tk.linear_rope: a dimension exceeds 2^31-1"
                         : nullptr;
-  if (why != nullptr) {
-    note_fallback(why);
-    return false;
-  }
-  hopper::GemmArgs g{};
-  g.a = x.data_ptr(), g.lda = x.size(1), g.a_mn = false;
-  g.b = w.data_ptr(), g.ldb = w.size(1), g.b_mn = false;
-  g.M = int(x.size(0)), g.N = int(w.size(0)), g.K = int(x.size(1));
-  g.in_dtype = g.out_dtype = to_gemm_dtype(x.scalar_type());
+  if (!accepted(why)) return false;
+  hopper::GemmArgs g = fixed_args(x, w, false, w.size(0));
   g.out = out.data_ptr(), g.rope_cos = cos.data_ptr(), g.rope_sin = sin.data_ptr(), g.rope_ld = cos.stride(0);
   launch_fixed_256(g, x.get_device(), "RoPE GEMM");
   return true;
