@@ -194,3 +194,18 @@ def test_small_calls_take_the_stock_forward():
         y = fused(input_ids=ids).logits
     assert not any(e.name == "tk::linear_rope" for e in prof.events())
     assert rel_err(y, stock(input_ids=ids).logits) < 1e-5
+
+
+def test_autocast_casts_to_the_autocast_dtype():
+    x, w = torch.randn(6, 16), torch.randn(32, 16)
+    cos, sin = tables((6,), 8, torch.float32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = torch_tk.linear_rope(x, w, cos, sin)
+    assert y.dtype == torch.bfloat16
+    assert rel_err(y, ref64(x.bfloat16(), w.bfloat16(), cos.bfloat16(), sin.bfloat16())) < 1e-2
+
+
+def test_half_tables_are_the_first_halves():
+    full = torch.randn(2, 5, 128)
+    c, s = torch_tk.rope.half_tables(full, 2 * full)
+    assert c.is_contiguous() and torch.equal(c, full[..., :64]) and torch.equal(s, 2 * full[..., :64])
