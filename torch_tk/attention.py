@@ -11,7 +11,8 @@ for calls of at most SMALL_TOKENS tokens (decode steps), without position_embedd
 positional arguments the stock forward runs.
 Why: bench_model's patched step spent ~264 us of ~31 ms rotating q and k in Inductor kernels that
 read the projections back and recompute sin / cos per element (H100, 2026-12-06f;
-docs/epilogue-fusion.md).
+docs/epilogue-fusion.md). Measured with it: bench_model 1.018 / 1.009 / 1.022 / 1.020 against
+1.011 / 0.995 / 0.998 / 1.001 without (H100, 2026-12-06g, benchmarks/results/h100_2026-12-06g_rope.txt).
 The fusion relies on transformers' tables repeating their first half (``emb = cat(freqs, freqs)``
 in every rotary embedding of these models): the op reads ``cos[..., :head_dim / 2]`` only.
 """
