@@ -29,6 +29,7 @@ from . import rope as _rope
 ROPE_ATTENTION_CLASSES = ("LlamaAttention", "MistralAttention")
 _FUSED = {}  # original class -> fused class
 _ORIG = {}   # fused class -> original class
+_CACHE_KWARGS_FORM = {}  # fused class -> whether the stock forward hands the cache its kwargs (transformers 5)
 
 
 _CACHE_KWARGS = ("cache", "past_key_values", "past_key_value")  # transformers 5 / 4.5x / 4.4x names
@@ -44,8 +45,8 @@ def _pop_cache(kwargs):
 
 def _update_cache(self, cache, k, v, cos, sin, kwargs):
     """The stock forward's cache update, in the form of the installed transformers: 5.x passes the
-    forward's kwargs, 4.x a dict of the tables and the cache position."""
-    if "cache" in inspect.signature(_ORIG[type(self)].forward).parameters:
+    forward's kwargs, 4.x a dict of the tables and the cache position (fused_class tells which, once)."""
+    if _CACHE_KWARGS_FORM[type(self)]:
         return cache.update(k, v, self.layer_idx, kwargs=kwargs)
     return cache.update(k, v, self.layer_idx, {"sin": sin, "cos": cos, "cache_position": kwargs.get("cache_position")})
 
@@ -91,6 +92,7 @@ def fused_class(cls):
     if cls not in _FUSED:
         tk_cls = type(f"TK{cls.__name__}Rope", (cls,), {"forward": _fused_forward, "__module__": __name__})
         _FUSED[cls], _ORIG[tk_cls] = tk_cls, cls
+        _CACHE_KWARGS_FORM[tk_cls] = "cache" in inspect.signature(cls.forward).parameters
     return _FUSED[cls]
 
 

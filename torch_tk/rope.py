@@ -126,12 +126,11 @@ def _backward(ctx, grad):
     need_x, need_w = ctx.needs_input_grad[:2]
     d0 = rotate(grad, cos, sin, inverse=True).to(weight.dtype)
     d2d, x2d = d0.reshape(-1, weight.shape[0]), input.reshape(-1, input.shape[-1])
-    dx = dw = None
-    if need_x and need_w and input.dtype == weight.dtype:
+    if need_x and need_w:  # (the op's inputs share one dtype)
         dx, dw = _ops._call_op(torch.ops.tk.linear_backward.default, d2d, weight, x2d)
     else:
         dx = _ops._call_op(torch.ops.tk.gemm, d2d, weight) if need_x else None
-        dw = _ops._call_op(torch.ops.tk.gemm, d2d.t(), x2d.to(weight.dtype)) if need_w else None
+        dw = _ops._call_op(torch.ops.tk.gemm, d2d.t(), x2d) if need_w else None
     return (dx.reshape(input.shape) if dx is not None else None), dw, None, None
 
 
