@@ -52,6 +52,9 @@ def add_model_args(p):
     p.add_argument("--fuse-mlp-backward", action=argparse.BooleanOptionalAction, default=True,
                    help="with --fuse-mlp (default): the whole MLP as tk.swiglu_mlp, its activation gradient in the "
                         "down projection's dX GEMM; --no-fuse-mlp-backward: gate / up fused only (an A/B)")
+    p.add_argument("--cat-backward", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --fuse-mlp-backward (default): the gate / up backward as tk.swiglu_down_backward_cat + "
+                        "tk.linear_backward_cat (two GEMMs); --no-cat-backward: two tk.gemm_pair calls and a sum (an A/B)")
     p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=True,
                    help="patch_linear(fuse_rope=True) (default): q / k projections as tk.linear_rope, the rotary "
                         "embedding in the GEMM's epilogue (torch_tk/attention.py); --no-fuse-rope: without (an A/B)")
@@ -70,6 +73,8 @@ def stock_and_patched(args):
     patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True),
                                     fuse_rope=getattr(args, "fuse_rope", True))
     report = torch_tk.patch_report(patched)
+    from torch_tk import swiglu
+    swiglu.CAT_BACKWARD = getattr(args, "cat_backward", True)
     if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
         from torch_tk import mlp
         for m in patched.modules():

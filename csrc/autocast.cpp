@@ -70,6 +70,17 @@ struct AutocastOps {
                    at::autocast::cached_cast(dt, gu, Dev));
   }
 
+  static at::Tensor swiglu_down_backward_cat(const at::Tensor& grad_output, const at::Tensor& down_weight,
+                                             const at::Tensor& gu) {
+    c10::impl::ExcludeDispatchKeyGuard guard(kKey);
+    const auto dt = at::autocast::get_autocast_dtype(Dev);
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("tk::swiglu_down_backward_cat", "")
+                         .typed<decltype(swiglu_down_backward_cat)>();
+    return op.call(at::autocast::cached_cast(dt, grad_output, Dev), at::autocast::cached_cast(dt, down_weight, Dev),
+                   at::autocast::cached_cast(dt, gu, Dev));
+  }
+
   static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                                 const at::Tensor& sin) {
     c10::impl::ExcludeDispatchKeyGuard guard(kKey);
@@ -100,6 +111,7 @@ TORCH_LIBRARY_IMPL(tk, AutocastCUDA, m) {
   m.impl("gemm_pair", &O::gemm_pair);
   m.impl("linear_swiglu", &O::linear_swiglu);
   m.impl("swiglu_down_backward", &O::swiglu_down_backward);
+  m.impl("swiglu_down_backward_cat", &O::swiglu_down_backward_cat);
   m.impl("swiglu_mlp", &O::swiglu_mlp);
   m.impl("linear_rope", &O::linear_rope);
 }
@@ -112,6 +124,7 @@ TORCH_LIBRARY_IMPL(tk, AutocastCPU, m) {
   m.impl("gemm_pair", &O::gemm_pair);
   m.impl("linear_swiglu", &O::linear_swiglu);
   m.impl("swiglu_down_backward", &O::swiglu_down_backward);
+  m.impl("swiglu_down_backward_cat", &O::swiglu_down_backward_cat);
   m.impl("swiglu_mlp", &O::swiglu_mlp);
   m.impl("linear_rope", &O::linear_rope);
 }

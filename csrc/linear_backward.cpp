@@ -5,11 +5,21 @@
 // expression (e.g. RoPE's backward), Inductor computes and stores it twice, once per view
 // (benchmarks/NOTES.md 2026-12-06e: the k projection's RoPE-backward kernel wrote dk twice); one
 // argument is one buffer.
+// tk.linear_backward_cat: the same for linear layers that share their input and whose outputs lie
+// side by side in one gradient (a SwiGLU MLP's gate / up, tk.swiglu_down_backward_cat): grad_input =
+// grad_output . [W_0; W_1; ..] as one product (the Hopper K-parts GEMM reads the weights in place:
+// no stacked copy, no sum of per-layer products), grad_weight = grad_output^T . input for all of them
+// at once ((sum of out_features) x in_features; the layers' gradients are its row blocks).
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <string>
 #include <tuple>
+#include <vector>
+
+#include "counters.h"
+#include "ops.h"
 
 namespace tk {
 namespace {
@@ -47,8 +57,72 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_impl(const at::Tensor& grad_o
   return pair.call(grad_output, weight, grad_output.t(), input);
 }
 
+using GemmFn = at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<at::ScalarType>);
+
+at::Tensor dispatch_gemm(const at::Tensor& a, const at::Tensor& b) {
+  static auto gemm = c10::Dispatcher::singleton().findSchemaOrThrow("tk::gemm", "").typed<GemmFn>();
+  return gemm.call(a, b, std::nullopt);
+}
+
+std::tuple<at::Tensor, at::Tensor> linear_backward_cat_cpu(const at::Tensor& grad_output, at::TensorList weights,
+                                                           const at::Tensor& input) {
+  return linear_backward_cat_core(grad_output, weights, input, nullptr);
+}
+
 }  // namespace
+
+std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
+                                                            const at::Tensor& input, KcatBackend backend) {
+  const char* op = "tk.linear_backward_cat";
+  TORCH_CHECK_VALUE(!weights.empty(), op, ": `weights` must hold at least one tensor");
+  TORCH_CHECK_VALUE(grad_output.dim() == 2, op, ": `grad_output` must be a 2-D (M, sum of out_features) tensor, got ",
+                    num(grad_output.dim()), "-D");
+  TORCH_CHECK_VALUE(input.dim() == 2, op, ": `input` must be a 2-D (M, in_features) tensor, got ", num(input.dim()), "-D");
+  const auto t = input.scalar_type();
+  TORCH_CHECK_TYPE(t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble, op,
+                   ": `input` has dtype ", t, "; supported: bfloat16, float16, float32, float64");
+  TORCH_CHECK_TYPE(grad_output.scalar_type() == t, op, ": `grad_output` and `input` must have one dtype, got ",
+                   grad_output.scalar_type(), " and ", t);
+  TORCH_CHECK_VALUE(grad_output.device() == input.device(), op, ": `grad_output` and `input` must be on one device, got ",
+                    grad_output.device(), " and ", input.device());
+  int64_t rows = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const at::Tensor& w = weights[i];
+    const std::string name = "weights[" + num(int64_t(i)) + "]";
+    TORCH_CHECK_VALUE(w.dim() == 2, op, ": `", name, "` must be a 2-D (out_features, in_features) tensor, got ",
+                      num(w.dim()), "-D");
+    TORCH_CHECK_TYPE(w.scalar_type() == t, op, ": `", name, "` and `input` must have one dtype, got ", w.scalar_type(),
+                     " and ", t);
+    TORCH_CHECK_VALUE(w.device() == input.device(), op, ": `", name, "` and `input` must be on one device, got ",
+                      w.device(), " and ", input.device());
+    TORCH_CHECK_VALUE(w.size(1) == input.size(1), op, ": `input` has ", num(input.size(1)), " columns but `", name,
+                      "` has ", num(w.size(1)), " (in_features)");
+    rows += w.size(0);
+  }
+  TORCH_CHECK_VALUE(grad_output.size(1) == rows, op, ": `grad_output` has ", num(grad_output.size(1)),
+                    " columns but the weights have ", num(rows), " rows (out_features) together");
+  TORCH_CHECK_VALUE(grad_output.size(0) == input.size(0), op, ": `grad_output` has ", num(grad_output.size(0)),
+                    " rows but `input` has ", num(input.size(0)));
+  at::Tensor grad_input;
+  if (weights.size() == 1) {
+    grad_input = dispatch_gemm(grad_output, weights[0]);
+  } else {
+    grad_input = at::empty({input.size(0), input.size(1)}, input.options());
+    const bool empty = grad_input.numel() == 0 || rows == 0;
+    if (empty || backend == nullptr || !backend(grad_input, grad_output, weights)) {
+      if (!empty && backend == nullptr && !input.device().is_cpu())
+        note_fallback("tk.linear_backward_cat: no K-parts kernel on this backend (it is Hopper's): a stacked copy "
+                      "of the weights and one tk.gemm");
+      grad_input = dispatch_gemm(grad_output, at::cat(weights, 0));  // (its kernels, or the reference on the CPU)
+    }
+  }
+  return {grad_input, dispatch_gemm(grad_output.t(), input)};
+}
+
 }  // namespace tk
 
-TORCH_LIBRARY_IMPL(tk, CPU, m) { m.impl("linear_backward", &tk::linear_backward_impl); }
+TORCH_LIBRARY_IMPL(tk, CPU, m) {
+  m.impl("linear_backward", &tk::linear_backward_impl);
+  m.impl("linear_backward_cat", &tk::linear_backward_cat_cpu);
+}
 TORCH_LIBRARY_IMPL(tk, CUDA, m) { m.impl("linear_backward", &tk::linear_backward_impl); }

@@ -62,15 +62,18 @@ using SwiGLUBackend = bool (*)(at::Tensor& gu, at::Tensor& h, const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> linear_swiglu_core(const at::Tensor& input, const at::Tensor& gate_weight,
                                                       const at::Tensor& up_weight, SwiGLUBackend backend);
 
-// tk.swiglu_down_backward's device hook: fills d_gate and d_up (M x I each, contiguous) from dy2d
+// tk.swiglu_down_backward's device hook: fills d_gate and d_up (M x I each, unit column stride, one
+// row pitch: contiguous, or the halves of one M x 2I tensor) from dy2d
 // (M x H), the down projection's weight (H x I) and gu2d (M x 2I, packed gate | up); false declines.
 using SwiGLUGradBackend = bool (*)(at::Tensor& d_gate, at::Tensor& d_up, const at::Tensor& dy2d,
                                    const at::Tensor& w_down, const at::Tensor& gu2d);
 
 // tk.swiglu_down_backward (csrc/swiglu.cpp): checks, allocation, empty cases, `backend` or the reference.
+// cat (tk.swiglu_down_backward_cat): d_gate and d_up side by side in one (..., 2 I) tensor, returned
+// first (the second is then undefined); the backend gets its two column halves.
 std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_core(const at::Tensor& grad_output,
                                                              const at::Tensor& down_weight, const at::Tensor& gu,
-                                                             SwiGLUGradBackend backend);
+                                                             SwiGLUGradBackend backend, bool cat = false);
 
 // tk.linear_rope's device hook: fills out2d (M x N, contiguous) with x2d (M x K) . weight^T rotated per
 // head of 2 x cos2d.size(1) columns by the tables cos2d / sin2d (M x head_dim / 2, unit column
@@ -81,6 +84,16 @@ using RopeBackend = bool (*)(at::Tensor& out2d, const at::Tensor& x2d, const at:
 // tk.linear_rope (csrc/rope.cpp): checks, allocation, empty cases, `backend` or the reference.
 at::Tensor linear_rope_core(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                             const at::Tensor& sin, RopeBackend backend);
+
+// tk.linear_backward_cat's device hook: fills grad_input (M x in_features, contiguous) with
+// grad_output (M x sum of out_features) . [weights stacked along their rows]; false declines (a
+// stacked copy and tk.gemm run; the backend notes why).
+using KcatBackend = bool (*)(at::Tensor& grad_input, const at::Tensor& grad_output, at::TensorList weights);
+
+// tk.linear_backward_cat (csrc/linear_backward.cpp): checks, grad_input by `backend` (or a stacked
+// copy and tk.gemm), grad_weight by tk.gemm; both through the dispatcher's kernels.
+std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
+                                                            const at::Tensor& input, KcatBackend backend);
 
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,

@@ -1,8 +1,9 @@
 // tk.linear_swiglu: a SwiGLU MLP's gate and up projections as one product, stored packed gate | up
 // (kittens/common/swiglu.h), and h = silu(gate) * up, in one op. tk.swiglu_down_backward: the down
 // projection's input gradient dh = dy . W_down taken through the activation to d_gate, d_up in one
-// op. tk.swiglu_mlp: the whole MLP's forward (the two ops above: its autograd, torch_tk/swiglu.py,
-// uses the second). Argument checks, allocation, the empty cases and the references (fp32
+// op (tk.swiglu_down_backward_cat: the two side by side in one tensor, for tk.linear_backward_cat).
+// tk.swiglu_mlp: the whole MLP's forward (the two ops above: its autograd, torch_tk/swiglu.py, uses
+// the second's cat form). Argument checks, allocation, the empty cases and the references (fp32
 // accumulate, h and the gradients from the fp32 products as the kernels compute them); the Hopper
 // kernels are the CUDA backends (gemm/hopper/dispatch.cpp).
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -59,6 +60,11 @@ std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_cpu(const at::Tensor& gr
   return swiglu_down_backward_core(grad_output, down_weight, gu, nullptr);
 }
 
+at::Tensor swiglu_down_backward_cat_cpu(const at::Tensor& grad_output, const at::Tensor& down_weight,
+                                        const at::Tensor& gu) {
+  return std::get<0>(swiglu_down_backward_core(grad_output, down_weight, gu, nullptr, true));
+}
+
 // tk.swiglu_mlp: (down_proj(h), gu, h) with (gu, h) = tk.linear_swiglu(input, gate, up); the two
 // ops through the dispatcher (their kernels, fallbacks and counters), gu and h returned for the
 // backward. Checks what linear_swiglu does not: the down weight.
@@ -88,8 +94,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> swiglu_mlp_impl(const at::Tensor&
 
 std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_core(const at::Tensor& grad_output,
                                                              const at::Tensor& down_weight, const at::Tensor& gu,
-                                                             SwiGLUGradBackend backend) {
-  const char* op = "tk.swiglu_down_backward";
+                                                             SwiGLUGradBackend backend, bool cat) {
+  const char* op = cat ? "tk.swiglu_down_backward_cat" : "tk.swiglu_down_backward";
   TORCH_CHECK_VALUE(grad_output.dim() >= 1, op, ": `grad_output` must have at least 1 dimension, got a 0-D tensor");
   const auto t = grad_output.scalar_type();
   TORCH_CHECK_TYPE(t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble, op,
@@ -112,22 +118,26 @@ std::tuple<at::Tensor, at::Tensor> swiglu_down_backward_core(const at::Tensor& g
   shape.push_back(2 * I);
   TORCH_CHECK_VALUE(gu.sizes() == at::IntArrayRef(shape), op, ": `gu` must have shape ", at::IntArrayRef(shape),
                     " (grad_output's leading dimensions, 2 x the intermediate size), got ", gu.sizes());
-  shape.back() = I;
-  at::Tensor d_gate = at::empty(shape, grad_output.options()), d_up = at::empty(shape, grad_output.options());
   int64_t M = 1;
   for (int64_t d = 0; d + 1 < grad_output.dim(); ++d) M *= grad_output.size(d);
+  // cat: one (..., 2I) tensor whose column halves the kernel or the reference fill.
+  at::Tensor both = cat ? at::empty(shape, grad_output.options()) : at::Tensor();
+  shape.back() = I;
+  at::Tensor d_gate = cat ? both : at::empty(shape, grad_output.options()),
+             d_up = cat ? at::Tensor() : at::empty(shape, grad_output.options());
   if (M == 0 || I == 0) return {d_gate, d_up};
   if (H == 0) {  // dh = 0: both gradients 0
     d_gate.zero_();
-    d_up.zero_();
+    if (!cat) d_up.zero_();
     return {d_gate, d_up};
   }
   const at::Tensor dy2d = grad_output.reshape({M, H}), gu2d = gu.reshape({M, 2 * I});
-  at::Tensor dg2d = d_gate.view({M, I}), du2d = d_up.view({M, I});
+  at::Tensor dg2d = cat ? both.view({M, 2 * I}).narrow(1, 0, I) : d_gate.view({M, I}),
+             du2d = cat ? both.view({M, 2 * I}).narrow(1, I, I) : d_up.view({M, I});
   if (backend == nullptr || !backend(dg2d, du2d, dy2d, down_weight, gu2d)) {
     if (grad_output.device().is_cpu()) count_call(Path::cpu);
     else if (backend == nullptr)
-      note_fallback("tk.swiglu_down_backward: no kernel on this backend (the SwiGLU backward GEMM is Hopper's)");
+      note_fallback(std::string(op) + ": no kernel on this backend (the SwiGLU backward GEMM is Hopper's)");
     reference_swiglu_grad(dg2d, du2d, dy2d, down_weight, gu2d);
   }
   return {d_gate, d_up};
@@ -184,6 +194,7 @@ std::tuple<at::Tensor, at::Tensor> linear_swiglu_core(const at::Tensor& input, c
 TORCH_LIBRARY_IMPL(tk, CPU, m) {
   m.impl("linear_swiglu", &tk::linear_swiglu_cpu);
   m.impl("swiglu_down_backward", &tk::swiglu_down_backward_cpu);
+  m.impl("swiglu_down_backward_cat", &tk::swiglu_down_backward_cat_cpu);
   m.impl("swiglu_mlp", &tk::swiglu_mlp_impl);
 }
 

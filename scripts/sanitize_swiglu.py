@@ -4,7 +4,8 @@ backward GEMM (epilogue_swiglu_grad.cuh: gate / up tiles through the stage ring)
 and K tails, I with a half tile past it (384, 1280), units of one k tile (held rounds flushed by the
 next unit's epilogue) and several units per CTA; also tk.linear_rope (the RoPE GEMM,
 epilogue_rope.cuh: cos / sin tables through the stage ring, then the held rounds) on the same
-shapes as (M, K, N = I); each result checked against float64 (relative Frobenius norm). Exit status
+shapes as (M, K, N = I); tk.swiglu_down_backward_cat (row pitch 2 I) and tk.linear_backward_cat's
+K-parts GEMM (two and three parts of B); each result checked against float64 (relative Frobenius norm). Exit status
 1 on a wrong result.
 
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py
@@ -59,6 +60,20 @@ def main():
             err = ((y.double() - ref.view(m, i)).norm() / ref.norm()).item()
             bad += not err < 1e-2
             print(f"{m}x{k}x{i} {dt}: RoPE rel err {err:.1e} {'ok' if err < 1e-2 else 'WRONG'}")
+            # [d_gate | d_up] into one tensor (row pitch 2 I), then the K-parts GEMM over the gate / up
+            # weights (two parts), and with a third part of 40 rows (a k tile past its end).
+            both = torch_tk.swiglu_down_backward_cat(dy, wd, gu)
+            w3 = (torch.randn(40, k, device="cuda") * 0.2).to(dt)
+            g3 = torch.cat((both, torch.randn(m, 40, device="cuda", dtype=dt)), 1)
+            refs = [torch.cat(refs, 1), both.double() @ torch.cat((wg, wu)).double(),
+                    g3.double() @ torch.cat((wg, wu, w3)).double()]
+            outs = [both, torch_tk.linear_backward_cat(both, [wg, wu], x)[0],
+                    torch_tk.linear_backward_cat(g3, [wg, wu, w3], x)[0]]
+            errs = [((a.double() - b).norm() / b.norm()).item() for a, b in zip(outs, refs)]
+            ok = all(e < 1e-2 for e in errs)
+            bad += not ok
+            print(f"{m}x{k}x{i} {dt}: rel err d_gate|d_up {errs[0]:.1e}, K-parts 2 / 3 {errs[1]:.1e} {errs[2]:.1e} "
+                  f"{'ok' if ok else 'WRONG'}")
     return 1 if bad else 0
 
 

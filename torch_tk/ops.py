@@ -263,6 +263,16 @@ def _swiglu_down_backward_fake(grad_output, down_weight, gu):
     return _swiglu.down_backward_fake(grad_output, down_weight, gu)
 
 
+@torch.library.register_fake("tk::swiglu_down_backward_cat")
+def _swiglu_down_backward_cat_fake(grad_output, down_weight, gu):
+    return _swiglu.down_backward_cat_fake(grad_output, down_weight, gu)
+
+
+@torch.library.register_fake("tk::linear_backward_cat")
+def _linear_backward_cat_fake(grad_output, weights, input):
+    return _cat_backward.fake(grad_output, weights, input)  # (torch_tk/cat_backward.py, imported at the end)
+
+
 @torch.library.register_fake("tk::linear_rope")
 def _linear_rope_fake(input, weight, cos, sin):
     return _rope.fake(input, weight, cos, sin)  # (torch_tk/rope.py, imported at the end)
@@ -451,3 +461,4 @@ if not _C.has_cuda_kernels:
 
 from . import swiglu as _swiglu  # noqa: E402,F401  (tk.linear_swiglu's fake and autograd; after _cuda_lib)
 from . import rope as _rope  # noqa: E402,F401  (tk.linear_rope's fake and autograd; after _cuda_lib)
+from . import cat_backward as _cat_backward  # noqa: E402,F401  (tk.linear_backward_cat's fake and autograd)

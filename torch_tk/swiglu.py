@@ -25,6 +25,11 @@ from . import _C
 from . import ops as _ops
 
 BLOCK = 128  # kittens::kSwiGLUBlock (csrc/kittens/common/swiglu.h)
+# swiglu_mlp's training backward: [d_gate | d_up] in one tensor, then tk.linear_backward_cat (two GEMMs
+# for the gate / up projections' input and weight gradients) -- False: tk.swiglu_down_backward and
+# two tk.gemm_pair calls whose input gradients are summed (the form before 2026-12-06h; an A/B for
+# benchmarks/bench_model.py --no-cat-backward).
+CAT_BACKWARD = True
 
 
 def linear_swiglu(input, gate_weight, up_weight):
@@ -68,12 +73,27 @@ def swiglu_down_backward(grad_output, down_weight, gu):
     return _ops._call_op(torch.ops.tk.swiglu_down_backward.default, grad_output, down_weight, gu)
 
 
+def swiglu_down_backward_cat(grad_output, down_weight, gu):
+    """:func:`swiglu_down_backward`'s two gradients side by side in one tensor: ``[d_gate | d_up]``.
+
+    The same kernel and bits; the outputs go to the two column halves of one (*, 2 I) tensor, the
+    joint output gradient of the gate and up projections that ``tk.linear_backward_cat(d, [gate_weight,
+    up_weight], input)`` takes back to their input and weights in two GEMMs (swiglu_mlp's backward).
+
+    Args / Raises: as :func:`swiglu_down_backward`.
+    Returns:
+        (*, 2 I) contiguous tensor in grad_output's dtype: columns [0, I) dL/d(gate), [I, 2 I) dL/d(up).
+    """
+    return _ops._call_op(torch.ops.tk.swiglu_down_backward_cat.default, grad_output, down_weight, gu)
+
+
 def swiglu_mlp(input, gate_weight, up_weight, down_weight):
     """A SwiGLU MLP without biases: ``(silu(input @ gate_weight.T) * (input @ up_weight.T)) @ down_weight.T``.
 
     The forward is :func:`linear_swiglu` then ``tk.linear``; the backward takes the output
-    gradient through :func:`swiglu_down_backward` (the activation gradient inside the down
-    projection's dX GEMM), then the gate and up projections' GEMMs as :func:`linear_swiglu`'s.
+    gradient through :func:`swiglu_down_backward_cat` (the activation gradient inside the down
+    projection's dX GEMM), then the gate and up projections' input and weight gradients by
+    ``tk.linear_backward_cat`` (two GEMMs).
 
     Args:
         input: (*, K) tensor. gate_weight, up_weight: (I, K), I a multiple of 128.
@@ -157,8 +177,7 @@ def _check(input, gate_weight, up_weight):
                          f"multiple of {BLOCK} (the packed gate | up layout's block)")
 
 
-def _check_down(grad_output, down_weight, gu):
-    op = "tk.swiglu_down_backward"
+def _check_down(grad_output, down_weight, gu, op="tk.swiglu_down_backward"):
     if grad_output.dim() < 1:
         raise ValueError(f"{op}: `grad_output` must have at least 1 dimension, got a 0-D tensor")
     if grad_output.dtype not in _ops._FLOATS:
@@ -186,6 +205,12 @@ def down_backward_fake(grad_output, down_weight, gu):
     i = _check_down(grad_output, down_weight, gu)
     shape = (*grad_output.shape[:-1], i)
     return grad_output.new_empty(shape), grad_output.new_empty(shape)
+
+
+def down_backward_cat_fake(grad_output, down_weight, gu):
+    """Shapes only (tk.swiglu_down_backward_cat's fake, registered in torch_tk/ops.py)."""
+    i = _check_down(grad_output, down_weight, gu, "tk.swiglu_down_backward_cat")
+    return grad_output.new_empty((*grad_output.shape[:-1], 2 * i))
 
 
 def _check_mlp_down(input, gate_weight, down_weight):
@@ -274,6 +299,15 @@ def _mlp_backward(ctx, d_y, d_gu, d_h):
     d_g = d_u = d_wd = None
     if d_y is not None:
         dy2d = d_y.reshape(-1, wd.shape[0]).to(wd.dtype).contiguous()
+        if CAT_BACKWARD and need_x and need_g and need_u and d_gu is None and d_h is None:  # (training's case)
+            # [d_gate | d_up] in one tensor, then dX and dW_gate | dW_up in one GEMM each.
+            d_cat = _ops._call_op(torch.ops.tk.swiglu_down_backward_cat.default, dy2d, wd, gu.reshape(-1, gu.shape[-1]))
+            dx, dw = _ops._call_op(torch.ops.tk.linear_backward_cat.default, d_cat, [wg, wu],
+                                   input.reshape(-1, input.shape[-1]))
+            if need_d:
+                d_wd = _ops._call_op(torch.ops.tk.gemm, dy2d.t(), h.reshape(-1, h.shape[-1]))
+            i = wg.shape[0]
+            return dx.reshape(input.shape), dw[:i], dw[i:], d_wd
         if need_x or need_g or need_u:
             d_g, d_u = _ops._call_op(torch.ops.tk.swiglu_down_backward.default, dy2d, wd,
                                      gu.reshape(-1, gu.shape[-1]))
@@ -325,3 +359,10 @@ if not _C.has_cuda_kernels:
         return _reference_down_backward(grad_output, down_weight, gu)
 
     _ops._cuda_lib.impl("swiglu_down_backward", _swiglu_down_backward_cuda_ref, "CUDA")
+
+    def _swiglu_down_backward_cat_cuda_ref(grad_output, down_weight, gu):
+        _check_down(grad_output, down_weight, gu, "tk.swiglu_down_backward_cat")
+        _ops._note_py_fallback(_ops._NO_KERNELS)
+        return torch.cat(_reference_down_backward(grad_output, down_weight, gu), -1)
+
+    _ops._cuda_lib.impl("swiglu_down_backward_cat", _swiglu_down_backward_cat_cuda_ref, "CUDA")

@@ -52,10 +52,10 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 }
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
-// `SwiBackend`, tk.swiglu_down_backward `GradBackend`, tk.linear_rope `RopeBack` (any may decline, or
-// be null: then the reference runs).
+// `SwiBackend`, tk.swiglu_down_backward(_cat) `GradBackend`, tk.linear_rope `RopeBack`,
+// tk.linear_backward_cat's input gradient `KcatBack` (any may decline, or be null: then the reference runs).
 template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr,
-          RopeBackend RopeBack = nullptr>
+          RopeBackend RopeBack = nullptr, KcatBackend KcatBack = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -81,6 +81,14 @@ struct BackendOps {
                                                                  const at::Tensor& down_weight, const at::Tensor& gu) {
     return swiglu_down_backward_core(grad_output, down_weight, gu, GradBackend);
   }
+  static at::Tensor swiglu_down_backward_cat(const at::Tensor& grad_output, const at::Tensor& down_weight,
+                                             const at::Tensor& gu) {
+    return std::get<0>(swiglu_down_backward_core(grad_output, down_weight, gu, GradBackend, true));
+  }
+  static std::tuple<at::Tensor, at::Tensor> linear_backward_cat(const at::Tensor& grad_output, at::TensorList weights,
+                                                                const at::Tensor& input) {
+    return linear_backward_cat_core(grad_output, weights, input, KcatBack);
+  }
   static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                                 const at::Tensor& sin) {
     return linear_rope_core(input, weight, cos, sin, RopeBack);
@@ -93,6 +101,8 @@ struct BackendOps {
     m.impl("linear_swiglu", &linear_swiglu);
     m.impl("swiglu_down_backward", &swiglu_down_backward);
     m.impl("linear_rope", &linear_rope);
+    m.impl("swiglu_down_backward_cat", &swiglu_down_backward_cat);
+    m.impl("linear_backward_cat", &linear_backward_cat);
   }
 };
 

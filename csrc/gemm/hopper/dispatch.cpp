@@ -270,7 +270,7 @@ bool hopper_backend(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, c
   return true;
 }
 
-// The SwiGLU and RoPE GEMMs' launch (launch.h GemmArgs::swiglu_h / swiglu_gu / rope_cos): a fixed
+// The SwiGLU, RoPE and K-parts GEMMs' launch (launch.h GemmArgs::swiglu_h / swiglu_gu / rope_cos / b_parts): a fixed
 // 128 x 256 plan (the epilogues' tile), unswapped, unclustered, unsplit, no stream-K, on the current
 // stream of `dev`. The backends below decline (visibly) what it cannot run.
 void launch_fixed_256(hopper::GemmArgs& g, int dev, const char* what) {
@@ -351,6 +351,10 @@ bool hopper_swiglu_grad_backend(at::Tensor& d_gate, at::Tensor& d_up, const at::
   if (!accepted(why)) return false;
   hopper::GemmArgs g = fixed_args(dy, wd, true, wd.size(1));
   g.out = d_gate.data_ptr(), g.swiglu_gu = gu.data_ptr(), g.swiglu_du = d_up.data_ptr();
+  // d_gate / d_up: contiguous, or the column halves of one M x 2I tensor (tk.swiglu_down_backward_cat).
+  TORCH_CHECK(d_gate.stride(1) == 1 && d_up.stride(1) == 1 && d_gate.stride(0) == d_up.stride(0),
+              "tk: the SwiGLU backward GEMM's outputs must share a row pitch with unit column stride");
+  if (d_gate.stride(0) != d_gate.size(1)) g.ldo = d_gate.stride(0);
   launch_fixed_256(g, dy.get_device(), "SwiGLU backward GEMM");
   return true;
 }
@@ -381,6 +385,35 @@ bool hopper_rope_backend(at::Tensor& out, const at::Tensor& x, const at::Tensor&
   return true;
 }
 
+// tk.linear_backward_cat's grad_input on the K-parts GEMM (launch.h GemmArgs::b_parts): grad_output
+// (M x sum K_i, row-major) . [W_0; W_1; W_2] read in place (each K_i x N, row-major: the GEMM's B
+// row-major), every part but the last a whole number of 64-row k tiles.
+bool hopper_kcat_backend(at::Tensor& out, const at::Tensor& a, at::TensorList ws) {
+  bool parts_ok = ws.size() >= 2 && ws.size() <= 3;
+  for (size_t i = 0; parts_ok && i < ws.size(); ++i)
+    parts_ok = ws[i].is_contiguous() && aligned16(ws[i]) && ws[i].size(0) > 0 &&
+               (i + 1 == ws.size() || ws[i].size(0) % 64 == 0);
+  const int64_t N = ws[0].size(1);
+  const char* why = !is_sm90(a.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
+                    : (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
+                        ? "tk.linear_backward_cat: dtype is not bfloat16/float16"
+                    : !parts_ok ? "tk.linear_backward_cat: the K-parts GEMM takes 2 or 3 contiguous, 16-B aligned "
+                                  "weights, all but the last with a multiple of 64 rows"
+                    : (!a.is_contiguous() || !aligned16(a) || a.size(1) % 8 != 0 || N % 8 != 0)
+                        ? "tk.linear_backward_cat: grad_output must be contiguous and 16-B aligned, its columns and "
+                          "in_features multiples of 8"
+                    : (a.size(0) > INT_MAX || a.size(1) > INT_MAX || N > INT_MAX)
+                        ? "tk.linear_backward_cat: a dimension exceeds 2^31-1"
+                        : nullptr;
+  if (!accepted(why)) return false;
+  hopper::GemmArgs g = fixed_args(a, ws[0], true, N);
+  g.out = out.data_ptr();
+  g.b_parts[0] = ws[1].data_ptr(), g.b_parts[1] = ws.size() == 3 ? ws[2].data_ptr() : nullptr;
+  g.k_part_end[0] = ws[0].size(0), g.k_part_end[1] = ws.size() == 3 ? ws[0].size(0) + ws[1].size(0) : a.size(1);
+  launch_fixed_256(g, a.get_device(), "K-parts GEMM");
+  return true;
+}
+
 }  // namespace
 
 bool hopper_available(int device) { return is_sm90(device); }
@@ -404,5 +437,5 @@ const char* hopper_store_variant() {
 
 TORCH_LIBRARY_IMPL(tk, CUDA, m) {
   tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend, &tk::hopper_swiglu_grad_backend,
-                 &tk::hopper_rope_backend>::register_impls(m);
+                 &tk::hopper_rope_backend, &tk::hopper_kcat_backend>::register_impls(m);
 }

@@ -35,6 +35,9 @@ using namespace kittens::hopper;
 // SWIGLU_ 3: the RoPE epilogue (epilogue_rope.cuh): the unit's product is rotated by position
 // (heads of 128 columns) before the ordinary epilogue stores it, with the cos / sin tables the
 // producer loads into one ring stage after the unit's k tiles; 128 x 256 unclustered tiles, K-major operands.
+// SWIGLU_ 4: the K-parts mainloop (producer_loads.cuh issue_stage): Y is up to three row-major
+// matrices stacked along K, each k tile loaded through its part's map (Epilogue::k_part_end); the
+// ordinary epilogue; 128 x 256 unclustered tiles, row-major X and Y (a fused projection's dX).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
 struct gemm_layout {
@@ -48,7 +51,10 @@ struct gemm_layout {
                                    (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
                 "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
-  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2, kRope = SWIGLU_ == 3;
+  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2, kRope = SWIGLU_ == 3, kKParts = SWIGLU_ == 4;
+  static_assert(SWIGLU_ != 4 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
+                                 YMn && !RING_STAGING_ && sizeof(OutT) == 2),
+                "K-parts mainloop: 128 x 256 unclustered tiles, row-major X and Y, 16-bit output");
   static_assert(SWIGLU_ != 2 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
                                  !RING_STAGING_ && sizeof(OutT) == 2),
                 "SwiGLU backward epilogue: 128 x 256 unclustered tiles, K-major X, 16-bit output");

@@ -146,8 +146,11 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   int* const unit_counter = p.dynamic ? g.unit_counter : nullptr;
   // Kernel (row, col) -> original (m, n) = (row, col), or (col, row) with swap-AB.
   const int64_t N = g.N;
+  if (g.ldo != 0 && (!L::kSwiGLUGrad || g.ldo < N || g.ldo % 8 != 0))
+    return "an output pitch (ldo) is for the SwiGLU backward GEMM only, at least N and a multiple of 8";
+  const int64_t ldo = g.ldo != 0 ? g.ldo : N;  // (unswapped whenever ldo is set: the SwiGLU backward)
   Epilogue<OutT> ep{static_cast<OutT*>(g.out),
-                    p.swap_ab ? 1 : N,
+                    p.swap_ab ? 1 : ldo,
                     p.swap_ab ? N : 1,
                     static_cast<const OutT*>(g.c),
                     p.swap_ab ? g.c_s1 : g.c_s0,
@@ -214,7 +217,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                    reinterpret_cast<uintptr_t>(g.out) % 16 == 0;
   CUtensorMap tout_tail{};  // a narrow last round's transposed box (gemm_layout::kPartialRound, swap-AB)
   if (tma_store) {
-    const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))};
+    const gl2d go{g.out, uint64_t(N), uint64_t(g.M), uint64_t(ldo), uint32_t(sizeof(OutT))};
     tma_store = tma_describable(go) && make_tma_desc(&tout, go, tma_dtype<OutT>(), 64, 64) == CUDA_SUCCESS &&
                 (!L::kPartialRound || make_tma_desc(&tout_tail, go, tma_dtype<OutT>(), 64, L::LAST_COLS) == CUDA_SUCCESS);
   }
@@ -244,7 +247,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   if constexpr (L::kSwiGLUGrad) {
     // d_up's map in tout_tail's place, gu's (64 x 64 boxes, read by the producer after each unit's
     // k tiles) in ty_tail's (gemm_kernel.cuh); no other epilogue variant.
-    const gl2d gd{g.swiglu_du, uint64_t(N), uint64_t(g.M), uint64_t(N), uint32_t(sizeof(OutT))},
+    const gl2d gd{g.swiglu_du, uint64_t(N), uint64_t(g.M), uint64_t(ldo), uint32_t(sizeof(OutT))},
         ggu{g.swiglu_gu, uint64_t(2 * N), uint64_t(g.M), uint64_t(2 * N), uint32_t(sizeof(T))};
     if (!tma_store || p.swap_ab || N % 128 != 0 || ep.c != nullptr || ep.alpha != 1.f ||
         reinterpret_cast<uintptr_t>(g.swiglu_du) % 16 != 0 || reinterpret_cast<uintptr_t>(g.swiglu_gu) % 16 != 0 ||
@@ -254,6 +257,23 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       return "the SwiGLU backward epilogue needs TMA-describable d_gate, d_up and gu (16-B aligned rows, N % 128 == 0), "
              "no C, alpha 1";
     ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
+  }
+  if constexpr (L::kKParts) {
+    // Y's second part's map in ty_tail's place, its third's in tout_tail's (producer_loads.cuh
+    // issue_stage); the boxes Y's own. The first part's map (ty) ends at the part's rows too, so that
+    // no part's boxes read another part's rows (zero-filled past each map instead).
+    const uint64_t e0 = uint64_t(g.k_part_end[0]), e1 = uint64_t(g.k_part_end[1]);
+    const bool three = g.b_parts[1] != nullptr;
+    const uint64_t n = uint64_t(op.cols), ld = uint64_t(op.ldy);
+    const gl2d g0{op.y, n, e0, ld, 2}, g1{g.b_parts[0], n, e1 - e0, ld, 2}, g2{g.b_parts[1], n, K - e1, ld, 2};
+    auto part_map = [&](CUtensorMap* m, const gl2d& gp) {
+      return reinterpret_cast<uintptr_t>(gp.ptr) % 16 == 0 && tma_describable(gp) &&
+             make_tma_desc(m, gp, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y) == CUDA_SUCCESS;
+    };
+    if (p.swap_ab || e0 == 0 || e0 % L::BK != 0 || e1 <= e0 || e1 > K || (three ? e1 % L::BK != 0 || e1 == K : e1 != K) ||
+        !part_map(&ty, g0) || !part_map(&ty_tail, g1) || (three && !part_map(&tout_tail, g2)))
+      return "the K-parts GEMM needs an unswapped plan and TMA-describable parts of B ending at multiples of 64 rows";
+    ep.sk_tiles = int(e0 / L::BK), ep.sk_parts = three ? int(e1 / L::BK) : 0x7fffffff;  // (epilogue.cuh says why there)
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue_split_k.cuh store_unit_partial_tma) where it is describable: rows of N floats a
@@ -451,6 +471,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
           return "the SwiGLU backward epilogue needs row-major A and B and a 16-bit output";
         }
       }
+      if (g.b_parts[0] != nullptr) {  // the K-parts mainloop (launch.h GemmArgs::b_parts)
+        if constexpr (!XMn && YMn && sizeof(OutT) == 2) {
+          const GemmPlan& p = g.plan;
+          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+            return "the K-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
+          return detail::launch_layout<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 4>>(g, op, s);
+        } else {
+          return "the K-parts GEMM needs row-major A and B and a 16-bit output";
+        }
+      }
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
@@ -483,8 +513,9 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr || g.rope_cos != nullptr) && (BN != 256 || BM != 128))
-    return "the SwiGLU and RoPE epilogues run on 128 x 256 tiles only";
+  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr || g.rope_cos != nullptr || g.b_parts[0] != nullptr) &&
+      (BN != 256 || BM != 128))
+    return "the SwiGLU, RoPE and K-parts kernels run on 128 x 256 tiles only";
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
   const bool swap = g.plan.swap_ab;

@@ -1,0 +1,126 @@
+"""tk.linear_backward_cat and tk.swiglu_down_backward_cat on the CPU reference: values against float64
+(fresh random data), the weight gradient's row blocks, errors naming the argument (eager and fake),
+double backward (gradcheck), torch.compile, and swiglu_mlp's backward through them."""
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import torch_tk
+from conftest import rel_err
+
+
+def _case(m, rows, k, dtype):
+    g = torch.randn(m, sum(rows), dtype=dtype)
+    ws = [(torch.randn(r, k) * k ** -0.5).to(dtype) for r in rows]
+    return g, ws, torch.randn(m, k, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("m,rows,k", [(37, [64, 64], 72), (5, [128, 192, 100], 33), (1, [8], 16), (100, [3, 5, 7, 9], 24)])
+def test_values_against_float64(dtype, m, rows, k):
+    g, ws, x = _case(m, rows, k, dtype)
+    gi, gw = torch_tk.linear_backward_cat(g, ws, x)
+    assert gi.shape == (m, k) and gw.shape == (sum(rows), k) and gi.dtype == gw.dtype == dtype
+    assert gi.is_contiguous() and gw.is_contiguous()
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2}[dtype]
+    assert rel_err(gi, g.double() @ torch.cat(ws).double()) < tol
+    start = 0
+    for w in ws:  # each layer's weight gradient is its block of rows
+        r = w.shape[0]
+        assert rel_err(gw[start:start + r], g[:, start:start + r].double().t() @ x.double()) < tol
+        start += r
+
+
+def test_same_bits_as_separate_linear_backwards():
+    g, ws, x = _case(64, [64, 128], 40, torch.float32)
+    gi, gw = torch_tk.linear_backward_cat(g, ws, x)
+    gi0, gw0 = torch_tk.linear_backward(g[:, :64].contiguous(), ws[0], x)
+    gi1, gw1 = torch_tk.linear_backward(g[:, 64:].contiguous(), ws[1], x)
+    assert rel_err(gi, gi0.double() + gi1.double()) < 1e-6
+    assert torch.equal(gw[:64], gw0) and torch.equal(gw[64:], gw1)
+
+
+@pytest.mark.parametrize("make,exc,word", [
+    (lambda: (torch.randn(4, 8), [], torch.randn(4, 3)), ValueError, "at least one"),
+    (lambda: (torch.randn(4, 8), [torch.randn(8, 3)], torch.randn(4, 3, 1)), ValueError, "`input`"),
+    (lambda: (torch.randn(4, 8, 1), [torch.randn(8, 3)], torch.randn(4, 3)), ValueError, "`grad_output`"),
+    (lambda: (torch.randn(4, 8), [torch.randn(4, 3), torch.randn(4)], torch.randn(4, 3)), ValueError, "weights[1]"),
+    (lambda: (torch.randn(4, 8), [torch.randn(4, 3), torch.randn(4, 2)], torch.randn(4, 3)), ValueError, "weights[1]"),
+    (lambda: (torch.randn(4, 9), [torch.randn(4, 3), torch.randn(4, 3)], torch.randn(4, 3)), ValueError, "together"),
+    (lambda: (torch.randn(5, 8), [torch.randn(4, 3), torch.randn(4, 3)], torch.randn(4, 3)), ValueError, "rows but `input`"),
+    (lambda: (torch.randn(4, 8), [torch.randn(4, 3), torch.randn(4, 3).double()], torch.randn(4, 3)), TypeError, "weights[1]"),
+    (lambda: (torch.randn(4, 8).half(), [torch.randn(8, 3)], torch.randn(4, 3)), TypeError, "`grad_output`"),
+    (lambda: (torch.randn(4, 8, dtype=torch.complex64), [torch.randn(8, 3)], torch.randn(4, 3, dtype=torch.complex64)),
+     TypeError, "`input`"),
+])
+def test_errors_name_the_argument(make, exc, word):
+    with pytest.raises(exc, match=word.replace("[", r"\[").replace("]", r"\]")):
+        torch_tk.linear_backward_cat(*make())
+    with FakeTensorMode() as mode:  # the fake says the same
+        args = make()
+        fake = (mode.from_tensor(args[0]), [mode.from_tensor(w) for w in args[1]], mode.from_tensor(args[2]))
+        with pytest.raises(exc, match=word.replace("[", r"\[").replace("]", r"\]")):
+            torch.ops.tk.linear_backward_cat(*fake)
+
+
+def test_fake_shapes():
+    with FakeTensorMode():
+        gi, gw = torch.ops.tk.linear_backward_cat(torch.empty(10, 12), [torch.empty(4, 6), torch.empty(8, 6)],
+                                                  torch.empty(10, 6))
+    assert gi.shape == (10, 6) and gw.shape == (12, 6)
+
+
+def test_double_backward_gradcheck():
+    g, ws, x = _case(6, [3, 5], 4, torch.float64)
+    args = [g.requires_grad_(), *[w.requires_grad_() for w in ws], x.requires_grad_()]
+
+    def fn(g, w0, w1, x):
+        return torch_tk.linear_backward_cat(g, [w0, w1], x)
+
+    assert torch.autograd.gradcheck(fn, args)
+
+
+def test_compiled_matches_eager():
+    g, ws, x = _case(33, [64, 32, 16], 24, torch.float32)
+    fn = torch.compile(lambda g, w0, w1, w2, x: torch_tk.linear_backward_cat(g, [w0, w1, w2], x), fullgraph=True)
+    for got, ref in zip(fn(g, *ws, x), torch_tk.linear_backward_cat(g, ws, x)):
+        assert torch.equal(got, ref)
+
+
+def _pack(g, u):
+    lead, i = g.shape[:-1], g.shape[-1]
+    return torch.stack((g.reshape(*lead, i // 128, 128), u.reshape(*lead, i // 128, 128)), dim=-2).reshape(*lead, 2 * i)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_swiglu_down_backward_cat_is_the_two_side_by_side(dtype):
+    dy, wd = torch.randn(3, 7, 40, dtype=dtype), torch.randn(40, 256, dtype=dtype)
+    gu = _pack(torch.randn(3, 7, 256, dtype=dtype) * 3, torch.randn(3, 7, 256, dtype=dtype))
+    both = torch_tk.swiglu_down_backward_cat(dy, wd, gu)
+    d_g, d_u = torch_tk.swiglu_down_backward(dy, wd, gu)
+    assert both.shape == (3, 7, 512) and both.is_contiguous()
+    assert torch.equal(both[..., :256], d_g) and torch.equal(both[..., 256:], d_u)
+    with FakeTensorMode() as mode:
+        f = torch.ops.tk.swiglu_down_backward_cat(*(mode.from_tensor(t) for t in (dy, wd, gu)))
+    assert f.shape == both.shape
+    with pytest.raises(ValueError, match="tk.swiglu_down_backward_cat: the intermediate size"):
+        torch_tk.swiglu_down_backward_cat(torch.randn(4, 8), torch.randn(8, 100), torch.randn(4, 200))
+
+
+def test_swiglu_mlp_backward_takes_the_cat_ops():
+    """The whole MLP's training backward: [d_gate | d_up] then linear_backward_cat (gradients against float64)."""
+    x = torch.randn(2, 9, 48, dtype=torch.float64, requires_grad=True)
+    wg, wu = (torch.randn(256, 48, dtype=torch.float64) * 0.2).requires_grad_(), (torch.randn(256, 48, dtype=torch.float64) * 0.2).requires_grad_()
+    wd = (torch.randn(48, 256, dtype=torch.float64) * 0.1).requires_grad_()
+    r = torch.randn(2, 9, 48, dtype=torch.float64)
+    (torch_tk.swiglu_mlp(x, wg, wu, wd) * r).sum().backward()
+    x64, wg64, wu64, wd64 = (t.detach().clone().requires_grad_() for t in (x, wg, wu, wd))
+    ((torch.nn.functional.silu(x64 @ wg64.t()) * (x64 @ wu64.t())) @ wd64.t() * r).sum().backward()
+    for got, ref in ((x.grad, x64.grad), (wg.grad, wg64.grad), (wu.grad, wu64.grad), (wd.grad, wd64.grad)):
+        assert rel_err(got, ref) < 1e-12
+    gm = torch.fx.experimental.proxy_tensor.make_fx(
+        lambda x, wg, wu, wd, r: torch.autograd.grad((torch_tk.swiglu_mlp(x, wg, wu, wd) * r).sum(), (x, wg, wu, wd)))(
+        x, wg, wu, wd, r)
+    names = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert "tk.swiglu_down_backward_cat.default" in names and "tk.linear_backward_cat.default" in names
+    assert "tk.gemm_pair.default" not in names
