@@ -124,3 +124,25 @@ def test_swiglu_mlp_backward_takes_the_cat_ops():
     names = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
     assert "tk.swiglu_down_backward_cat.default" in names and "tk.linear_backward_cat.default" in names
     assert "tk.gemm_pair.default" not in names
+
+
+@pytest.mark.parametrize("joint", [True, False], ids=["qkv_op", "separate"])
+def test_fused_attention_backward_takes_linear_backward_cat(joint, monkeypatch):
+    """patch_linear(fuse_rope=True): q / k / v as tk.linear_qkv_rope, whose backward is one
+    tk.linear_backward_cat per layer; attention.QKV_CAT_BACKWARD = False (the A/B) gives the three
+    linear backwards. Gradients against the stock model either way."""
+    import copy
+    from test_rope_cpu import _tiny_llama
+    from torch_tk import attention
+    monkeypatch.setattr(attention, "QKV_CAT_BACKWARD", joint)
+    stock = _tiny_llama()
+    fused = torch_tk.patch_linear(copy.deepcopy(stock), fuse_rope=True)
+    ids = torch.randint(0, 128, (2, 160))  # above attention.SMALL_TOKENS
+    stock(input_ids=ids, labels=ids).loss.backward()
+    with torch.profiler.profile() as prof:
+        fused(input_ids=ids, labels=ids).loss.backward()
+    names = [e.name for e in prof.events()]
+    assert names.count("tk::linear_qkv_rope") == (2 if joint else 0)
+    assert names.count("tk::linear_backward_cat") == (2 if joint else 0)  # (swiglu_mlp is not fused here)
+    for (n, p), q in zip(stock.named_parameters(), fused.parameters()):
+        assert rel_err(q.grad, p.grad) < 1e-4, n

@@ -62,6 +62,21 @@ def _attention_function(self):
     return module.eager_attention_forward if impl == "eager" else ALL_ATTENTION_FUNCTIONS[impl]
 
 
+# q / k / v as one op, tk.linear_qkv_rope, whose backward takes the three projections' gradients side
+# by side to one input-gradient GEMM and one weight-gradient GEMM (tk.linear_backward_cat), where
+# v_proj is on the tk kernels too, without a bias, its weight of q_proj's dtype and a plain tensor
+# (_qkv_joint). False: q / k by tk.linear_rope and v_proj's own forward, three backwards and a sum
+# (the form before 2026-12-06h; an A/B for benchmarks/bench_model.py --no-qkv-cat).
+QKV_CAT_BACKWARD = True
+
+
+def _qkv_joint(self):
+    from .nn import TKLinear  # (nn imports this module)
+    v = self.v_proj
+    return (isinstance(v, TKLinear) and v.bias is None and v.weight.dtype == self.q_proj.weight.dtype
+            and type(v.weight) in (torch.Tensor, nn.Parameter))
+
+
 # Up to this many tokens per call (decode steps, small batches) the stock forward runs: its q / k
 # projections take the skinny kernels (plan.h), which the RoPE GEMM's fixed 128 x 256 plan is not.
 SMALL_TOKENS = 256
@@ -75,10 +90,15 @@ def _fused_forward(self, hidden_states, position_embeddings=None, attention_mask
     hidden_shape = (*input_shape, -1, self.head_dim)
     full = tuple(t.expand(*input_shape, self.head_dim).to(hidden_states.dtype) for t in position_embeddings)
     cos, sin = _rope.half_tables(*full)  # (an op: the backward reads them, rope.half_tables says why)
-    q = _ops._call_op(torch.ops.tk.linear_rope.default, hidden_states, self.q_proj.weight, cos, sin)
-    k = _ops._call_op(torch.ops.tk.linear_rope.default, hidden_states, self.k_proj.weight, cos, sin)
+    if QKV_CAT_BACKWARD and _qkv_joint(self):  # (one backward for the three: rope.linear_qkv_rope says why)
+        q, k, v = _ops._call_op(torch.ops.tk.linear_qkv_rope.default, hidden_states, self.q_proj.weight,
+                                self.k_proj.weight, self.v_proj.weight, cos, sin)
+        v = v.view(hidden_shape).transpose(1, 2)
+    else:
+        q = _ops._call_op(torch.ops.tk.linear_rope.default, hidden_states, self.q_proj.weight, cos, sin)
+        k = _ops._call_op(torch.ops.tk.linear_rope.default, hidden_states, self.k_proj.weight, cos, sin)
+        v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
     q, k = q.view(hidden_shape).transpose(1, 2), k.view(hidden_shape).transpose(1, 2)
-    v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
     if cache is not None:
         k, v = _update_cache(self, cache, k, v, *position_embeddings, kwargs)
     out, weights = _attention_function(self)(self, q, k, v, attention_mask,

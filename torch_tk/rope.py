@@ -137,6 +137,63 @@ def _backward(ctx, grad):
 torch.library.register_autograd("tk::linear_rope", _backward, setup_context=_setup)
 
 
+@torch.library.custom_op("tk::linear_qkv_rope", mutates_args=())
+def linear_qkv_rope(input: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, v_weight: torch.Tensor,
+                    cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """An attention's q / k / v projections (no biases) with q and k rotated: ``(linear_rope(input,
+    q_weight, cos, sin), linear_rope(input, k_weight, cos, sin), input @ v_weight.T)`` -- the same
+    kernels and bits as those three calls. One op so that the backward is one unit: dL/dq and dL/dk
+    rotated back and dL/dv go side by side into one tensor (an Inductor cat), and
+    ``tk.linear_backward_cat`` takes it to the input gradient (one K-parts GEMM over the three weights
+    in place: no per-projection products to sum) and the three weight gradients (one GEMM).
+
+    Args: input (*, K); q_weight (Nq, K), k_weight (Nk, K), v_weight (Nv, K); cos, sin as
+        :func:`linear_rope`'s. Returns: (q (*, Nq), k (*, Nk), v (*, Nv)), contiguous.
+    Raises: as :func:`linear_rope` (for each weight); NotImplementedError for gradients of cos / sin.
+    """
+    q = torch.ops.tk.linear_rope.default(input, q_weight, cos, sin)
+    k = torch.ops.tk.linear_rope.default(input, k_weight, cos, sin)
+    return q, k, torch.ops.tk.linear.default(input, v_weight, None)
+
+
+@linear_qkv_rope.register_fake
+def _qkv_fake(input, q_weight, k_weight, v_weight, cos, sin):
+    _check(input, q_weight, cos, sin)
+    _check(input, k_weight, cos, sin)
+    _ops._check_linear(input, v_weight, None)
+    lead = input.shape[:-1]
+    return tuple(input.new_empty((*lead, w.shape[0])) for w in (q_weight, k_weight, v_weight))
+
+
+def _qkv_setup(ctx, inputs, output):
+    if ctx.needs_input_grad[4] or ctx.needs_input_grad[5]:
+        raise NotImplementedError("tk.linear_qkv_rope: gradients with respect to `cos` / `sin` are not implemented "
+                                  "(rotary tables are fixed buffers in the models this op serves)")
+    ctx.save_for_backward(*inputs)
+
+
+def _qkv_backward(ctx, dq, dk, dv):
+    input, wq, wk, wv, cos, sin = ctx.saved_tensors
+    h = cos.shape[-1]
+    c2d, s2d, x2d = cos.reshape(-1, h), sin.reshape(-1, h), input.reshape(-1, input.shape[-1])
+    d_cat = torch.cat((rotate(dq.reshape(-1, wq.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
+                       rotate(dk.reshape(-1, wk.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
+                       dv.reshape(-1, wv.shape[0]).to(wq.dtype)), -1)
+    need_x, need_w = ctx.needs_input_grad[0], any(ctx.needs_input_grad[1:4])
+    dx = dw = None
+    if need_x and need_w:  # (the op's inputs share one dtype)
+        dx, dw = _ops._call_op(torch.ops.tk.linear_backward_cat.default, d_cat, [wq, wk, wv], x2d)
+    elif need_x:
+        dx = _ops._call_op(torch.ops.tk.gemm, d_cat, torch.cat((wq, wk, wv)))
+    elif need_w:
+        dw = _ops._call_op(torch.ops.tk.gemm, d_cat.t(), x2d)
+    dws = torch.split(dw, [wq.shape[0], wk.shape[0], wv.shape[0]]) if dw is not None else (None,) * 3
+    return (dx.reshape(input.shape) if dx is not None else None), *dws, None, None
+
+
+linear_qkv_rope.register_autograd(_qkv_backward, setup_context=_qkv_setup)
+
+
 def reference(input, weight, cos, sin):
     """y as the C++ reference computes it (fp32 accumulate; fp64 stays fp64; rounded once)."""
     acc = torch.float64 if input.dtype == torch.float64 else torch.float32
