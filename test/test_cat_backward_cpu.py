@@ -142,7 +142,9 @@ def test_fused_attention_backward_takes_linear_backward_cat(joint, monkeypatch):
     with torch.profiler.profile() as prof:
         fused(input_ids=ids, labels=ids).loss.backward()
     names = [e.name for e in prof.events()]
-    assert names.count("tk::linear_qkv_rope") == (2 if joint else 0)
+    # (a Python custom op's profiler name varies between torch versions: count the C++ ops)
     assert names.count("tk::linear_backward_cat") == (2 if joint else 0)  # (swiglu_mlp is not fused here)
+    # o / gate / up / down projections' (4 a layer), and without the joint op q / k / v's (3 more)
+    assert names.count("tk::linear_backward") == (8 if joint else 14)
     for (n, p), q in zip(stock.named_parameters(), fused.parameters()):
         assert rel_err(q.grad, p.grad) < 1e-4, n
