@@ -76,6 +76,20 @@ def poison_allocator(*nbytes_list, copies=3):
     del junk
 
 
+def twice_poisoned(fn, nbytes):
+    """fn() -> tuple of tensors, called twice, each time after poison_allocator(*nbytes): the two
+    results must agree bitwise (an unwritten output element would come back NaN garbage, a race as a
+    difference). Returns the first."""
+    outs = []
+    for _ in range(2):
+        poison_allocator(*nbytes)
+        outs.append(fn())
+        torch.cuda.synchronize()
+    for a, b in zip(*outs):
+        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), "two calls differ (unwritten output or a race)"
+    return outs[0]
+
+
 def _nbytes(shape, dtype):
     return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
 

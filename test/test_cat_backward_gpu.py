@@ -2,13 +2,13 @@
 each k tile of B through its part's TMA map) and tk.swiglu_down_backward_cat (the SwiGLU backward GEMM
 storing d_gate | d_up into one tensor, launch.h GemmArgs::ldo): values against float64 on fresh random
 data with tails in M, N and the last part's K, outputs fully written (poisoned allocator, two calls
-bitwise equal), the visible fallback, and the whole MLP's gradients through them."""
+bitwise equal), the visible fallback. (The whole MLP's gradients through them: test_swiglu_mlp_gpu.py.)"""
 import pytest
 import torch
 
 import torch_tk
 from conftest import rel_err
-from gpu_common import DEV, GPU_MARKS, LOWP, TOL, KernelWatch, _dt, needs_hopper, poison_allocator
+from gpu_common import DEV, GPU_MARKS, LOWP, TOL, KernelWatch, _dt, needs_hopper, twice_poisoned
 
 pytestmark = GPU_MARKS
 
@@ -17,17 +17,6 @@ def _case(m, rows, k, dtype):
     g = torch.randn(m, sum(rows), device=DEV, dtype=dtype)
     ws = [(torch.randn(r, k, device=DEV) * r ** -0.5).to(dtype) for r in rows]
     return g, ws, torch.randn(m, k, device=DEV, dtype=dtype)
-
-
-def _twice(fn, nbytes):
-    outs = []
-    for _ in range(2):
-        poison_allocator(*nbytes)
-        outs.append(fn())
-        torch.cuda.synchronize()
-    for a, b in zip(*outs):
-        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), "two calls differ (unwritten output or a race)"
-    return outs[0]
 
 
 @needs_hopper
@@ -39,7 +28,7 @@ def test_values(dtype, m, rows, k):
     g, ws, x = _case(m, rows, k, dtype)
     es = g.element_size()
     with KernelWatch() as w:
-        gi, gw = _twice(lambda: torch_tk.linear_backward_cat(g, ws, x), (m * k * es, sum(rows) * k * es))
+        gi, gw = twice_poisoned(lambda: torch_tk.linear_backward_cat(g, ws, x), (m * k * es, sum(rows) * k * es))
     w.assert_hopper(2)
     assert rel_err(gi, g.double() @ torch.cat(ws).double()) < TOL[dtype]
     assert rel_err(gw, g.double().t() @ x.double()) < TOL[dtype]
@@ -76,29 +65,8 @@ def test_swiglu_down_backward_cat(dtype, m, hidden, i):
     wd = (torch.randn(hidden, i, device=DEV) * hidden ** -0.5).to(dtype)
     gu = _pack(torch.randn(m, i, device=DEV) * 2, torch.randn(m, i, device=DEV)).to(dtype)
     with KernelWatch() as w:
-        both = _twice(lambda: (torch_tk.swiglu_down_backward_cat(dy, wd, gu),), (2 * m * i * dy.element_size(),))[0]
+        both = twice_poisoned(lambda: (torch_tk.swiglu_down_backward_cat(dy, wd, gu),), (2 * m * i * dy.element_size(),))[0]
     w.assert_hopper(2)
     d_g, d_u = torch_tk.swiglu_down_backward(dy, wd, gu)
     assert both.shape == (m, 2 * i)
     assert torch.equal(both[:, :i], d_g) and torch.equal(both[:, i:], d_u)  # same kernel, other row pitch
-
-
-@needs_hopper
-@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
-def test_mlp_gradients_take_two_gate_up_gemms(dtype):
-    m, k, i = 1000, 264, 384
-    x = torch.randn(m, k, device=DEV, dtype=dtype, requires_grad=True)
-    ws = [((torch.randn(i, k, device=DEV) * k ** -0.5).to(dtype)).requires_grad_(),
-          ((torch.randn(i, k, device=DEV) * k ** -0.5).to(dtype)).requires_grad_(),
-          ((torch.randn(k, i, device=DEV) * i ** -0.5).to(dtype)).requires_grad_()]
-    r = torch.randn(m, k, device=DEV, dtype=torch.float64)
-    y = torch_tk.swiglu_mlp(x, *ws)
-    with KernelWatch() as w:
-        (y.double() * r).sum().backward()
-    assert w.delta["hopper"] == 4, w.delta  # [d_gate | d_up], dW_down, dX (K-parts), dW_gate | dW_up
-    assert w.delta["fallback"] == 0 and not w.new_reasons
-    leaves = [t.detach().double().requires_grad_() for t in (x, *ws)]
-    g, u = leaves[0] @ leaves[1].t(), leaves[0] @ leaves[2].t()
-    ((torch.nn.functional.silu(g) * u) @ leaves[3].t() * r).sum().backward()
-    for got, ref in zip((x.grad, *(w_.grad for w_ in ws)), (t.grad for t in leaves)):
-        assert rel_err(got, ref) < 2 * TOL[dtype]

@@ -8,7 +8,7 @@ from torch import nn
 
 import torch_tk
 from conftest import rel_err
-from gpu_common import DEV, GPU_MARKS, LOWP, TOL, KernelWatch, _dt, needs_hopper, poison_allocator
+from gpu_common import DEV, GPU_MARKS, LOWP, TOL, KernelWatch, _dt, needs_hopper, twice_poisoned
 
 pytestmark = GPU_MARKS
 
@@ -26,17 +26,6 @@ def _ref64(x, wg, wu):
     return g, u, nn.functional.silu(g) * u
 
 
-def _twice_poisoned(fn, nbytes):
-    outs = []
-    for _ in range(2):
-        poison_allocator(*nbytes)
-        outs.append(fn())
-        torch.cuda.synchronize()
-    for a, b in zip(*outs):
-        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), "two calls differ (unwritten output or a race)"
-    return outs[0]
-
-
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("m,k,i", [(1, 64, 128), (100, 72, 384), (128, 2048, 256), (1000, 1000, 640),
@@ -45,7 +34,7 @@ def test_values(dtype, m, k, i):
     x, wg, wu = _inputs(m, k, i, dtype)
     es = x.element_size()
     with KernelWatch() as w:
-        gu, h = _twice_poisoned(lambda: torch_tk.linear_swiglu(x, wg, wu), (2 * m * i * es, m * i * es))
+        gu, h = twice_poisoned(lambda: torch_tk.linear_swiglu(x, wg, wu), (2 * m * i * es, m * i * es))
     w.assert_hopper(2)
     g64, u64, h64 = _ref64(x, wg, wu)
     g, u = torch_tk.gate_up_views(gu)

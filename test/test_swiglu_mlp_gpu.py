@@ -70,7 +70,9 @@ def test_mlp_gradients(dtype):
     r = torch.randn(m, k, device=DEV, dtype=torch.float64)
     with KernelWatch() as w:
         (torch_tk.swiglu_mlp(x, *ws).double() * r).sum().backward()
-    w.assert_hopper(5)  # forward 2, swiglu_down_backward 1, dW_down 1, gate / up pairs 2
+    w.assert_hopper(6)
+    # forward 2; backward: [d_gate | d_up], dW_down, then tk.linear_backward_cat's dX (K-parts) and dW_gate | dW_up
+    assert w.delta["hopper"] == 6, w.delta
     leaves = [t.detach().double().requires_grad_() for t in (x, *ws)]
     g, u = leaves[0] @ leaves[1].t(), leaves[0] @ leaves[2].t()
     ((nn.functional.silu(g) * u) @ leaves[3].t() * r).sum().backward()
