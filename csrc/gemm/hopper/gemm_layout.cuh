@@ -36,7 +36,7 @@ using namespace kittens::hopper;
 // (heads of 128 columns) before the ordinary epilogue stores it, with the cos / sin tables the
 // producer loads into one ring stage after the unit's k tiles; 128 x 256 unclustered tiles, K-major operands.
 // SWIGLU_ 4: the K-parts mainloop (producer_loads.cuh issue_stage): Y is up to three row-major
-// matrices stacked along K, each k tile loaded through its part's map (Epilogue::k_part_end); the
+// matrices stacked along K, each k tile loaded through its part's map (part ends: Epilogue::sk_tiles / sk_parts); the
 // ordinary epilogue; 128 x 256 unclustered tiles, row-major X and Y (a fused projection's dX).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
