@@ -19,6 +19,9 @@ dX GEMM): H100 2026-12-06e 1.000 / 1.001 / 1.005, against 0.991 / 0.983 with --n
 Since 2026-12-06g also fuse_rope=True (the attention's q / k projections as tk.linear_rope, the rotary
 embedding in the GEMM's epilogue): H100 1.018 / 1.009 / 1.022 / 1.020 against 1.011 / 0.995 / 0.998 /
 1.001 with --no-fuse-rope (alternating processes, benchmarks/results/h100_2026-12-06g_rope.txt).
+Since 2026-12-06h the MLP's gate / up and the attention's q / k / v backwards run as two GEMMs each
+(tk.linear_backward_cat; --no-cat-backward / --no-qkv-cat for the A/B): H100 1.016 / 1.013 against
+1.021 / 1.019 without, even within the spread (benchmarks/results/h100_2026-12-06h_cat_backward.txt).
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
