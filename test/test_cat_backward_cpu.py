@@ -148,3 +148,13 @@ def test_fused_attention_backward_takes_linear_backward_cat(joint, monkeypatch):
     assert names.count("tk::linear_backward") == (8 if joint else 14)
     for (n, p), q in zip(stock.named_parameters(), fused.parameters()):
         assert rel_err(q.grad, p.grad) < 1e-4, n
+
+
+def test_qkv_op_refuses_table_gradients():
+    """tk.linear_qkv_rope (as tk.linear_rope): no gradient for cos / sin -- a clear NotImplementedError, by design."""
+    x, wq, wk, wv = torch.randn(5, 16), torch.randn(128, 16), torch.randn(128, 16), torch.randn(32, 16)
+    cos, sin = torch.randn(5, 64, requires_grad=True), torch.randn(5, 64)
+    with pytest.raises(NotImplementedError, match="tk.linear_qkv_rope: gradients with respect to `cos` / `sin`"):
+        torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos, sin)
+    q, k, v = torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos.detach(), sin)  # the same values as the three ops
+    assert torch.equal(q, torch_tk.linear_rope(x, wq, cos.detach(), sin)) and torch.equal(v, x @ wv.t())

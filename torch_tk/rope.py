@@ -113,12 +113,15 @@ def fake(input, weight, cos, sin):
     return input.new_empty((*input.shape[:-1], weight.shape[0]))
 
 
-def _setup(ctx, inputs, output):
-    input, weight, cos, sin = inputs
-    if ctx.needs_input_grad[2] or ctx.needs_input_grad[3]:
-        raise NotImplementedError("tk.linear_rope: gradients with respect to `cos` / `sin` are not implemented "
+def _no_table_grads(op, need_cos, need_sin):
+    if need_cos or need_sin:
+        raise NotImplementedError(f"{op}: gradients with respect to `cos` / `sin` are not implemented "
                                   "(rotary tables are fixed buffers in the models this op serves)")
-    ctx.save_for_backward(input, weight, cos, sin)
+
+
+def _setup(ctx, inputs, output):
+    _no_table_grads("tk.linear_rope", *ctx.needs_input_grad[2:4])
+    ctx.save_for_backward(*inputs)
 
 
 def _backward(ctx, grad):
@@ -166,9 +169,7 @@ def _qkv_fake(input, q_weight, k_weight, v_weight, cos, sin):
 
 
 def _qkv_setup(ctx, inputs, output):
-    if ctx.needs_input_grad[4] or ctx.needs_input_grad[5]:
-        raise NotImplementedError("tk.linear_qkv_rope: gradients with respect to `cos` / `sin` are not implemented "
-                                  "(rotary tables are fixed buffers in the models this op serves)")
+    _no_table_grads("tk.linear_qkv_rope", *ctx.needs_input_grad[4:6])
     ctx.save_for_backward(*inputs)
 
 

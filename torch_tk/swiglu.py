@@ -292,27 +292,26 @@ def _mlp_setup(ctx, inputs, output):
 
 
 def _mlp_backward(ctx, d_y, d_gu, d_h):
-    """dy -> (d_gate, d_up) in one tk.swiglu_down_backward GEMM (its epilogue takes dh through the
-    activation), dW_down = dy^T h, then the gate / up GEMMs as linear_swiglu's backward."""
+    """dW_down = dy^T h; dy -> (d_gate, d_up) in one SwiGLU backward GEMM (its epilogue takes dh through the
+    activation), side by side for tk.linear_backward_cat in training's case, else the gate / up GEMMs as
+    linear_swiglu's backward."""
     input, wg, wu, wd, gu, h = ctx.saved_tensors
     need_x, need_g, need_u, need_d = ctx.needs_input_grad
     d_g = d_u = d_wd = None
     if d_y is not None:
         dy2d = d_y.reshape(-1, wd.shape[0]).to(wd.dtype).contiguous()
+        if need_d:
+            d_wd = _ops._call_op(torch.ops.tk.gemm, dy2d.t(), h.reshape(-1, h.shape[-1]))
         if CAT_BACKWARD and need_x and need_g and need_u and d_gu is None and d_h is None:  # (training's case)
             # [d_gate | d_up] in one tensor, then dX and dW_gate | dW_up in one GEMM each.
             d_cat = _ops._call_op(torch.ops.tk.swiglu_down_backward_cat.default, dy2d, wd, gu.reshape(-1, gu.shape[-1]))
             dx, dw = _ops._call_op(torch.ops.tk.linear_backward_cat.default, d_cat, [wg, wu],
                                    input.reshape(-1, input.shape[-1]))
-            if need_d:
-                d_wd = _ops._call_op(torch.ops.tk.gemm, dy2d.t(), h.reshape(-1, h.shape[-1]))
             i = wg.shape[0]
             return dx.reshape(input.shape), dw[:i], dw[i:], d_wd
         if need_x or need_g or need_u:
             d_g, d_u = _ops._call_op(torch.ops.tk.swiglu_down_backward.default, dy2d, wd,
                                      gu.reshape(-1, gu.shape[-1]))
-        if need_d:
-            d_wd = _ops._call_op(torch.ops.tk.gemm, dy2d.t(), h.reshape(-1, h.shape[-1]))
     d_g, d_u = _activation_grads(d_gu, d_h, gu, d_g, d_u)
     if d_g is None or not (need_x or need_g or need_u):
         return None, None, None, d_wd
