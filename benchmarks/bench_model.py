@@ -61,6 +61,9 @@ def add_model_args(p):
     p.add_argument("--qkv-cat", action=argparse.BooleanOptionalAction, default=True,
                    help="with --fuse-rope (default): q / k / v as tk.linear_qkv_rope, its backward one input-gradient "
                         "and one weight-gradient GEMM (tk.linear_backward_cat); --no-qkv-cat: three backwards (an A/B)")
+    p.add_argument("--qkv-parts", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --qkv-cat (default): its backward reads the q / k / v gradients in place "
+                        "(tk.linear_backward_parts); --no-qkv-parts: side by side by an Inductor cat first (an A/B)")
     p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=True,
                    help="patch_linear(fuse_rope=True) (default): q / k projections as tk.linear_rope, the rotary "
                         "embedding in the GEMM's epilogue (torch_tk/attention.py); --no-fuse-rope: without (an A/B)")
@@ -83,6 +86,8 @@ def stock_and_patched(args):
     swiglu.CAT_BACKWARD = getattr(args, "cat_backward", True)
     from torch_tk import attention
     attention.QKV_CAT_BACKWARD = getattr(args, "qkv_cat", True)
+    from torch_tk import rope
+    rope.QKV_PARTS = getattr(args, "qkv_parts", True)
     if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
         from torch_tk import mlp
         for m in patched.modules():

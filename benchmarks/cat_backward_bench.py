@@ -2,10 +2,13 @@
   sep: one tk.linear_backward per layer (dX and dW of each) and the sum of the dX (torch add), as
        autograd runs separately patched layers (the form before 2026-12-06h);
   cat: tk.linear_backward_cat on the gradients side by side (one K-parts GEMM for dX over the weights
-       in place, one GEMM for all dW; torch_tk/cat_backward.py).
+       in place, one GEMM for all dW; torch_tk/cat_backward.py);
+  cat+copy: the same after torch.cat of the separate gradients (what a cat costs where they come apart);
+  parts: tk.linear_backward_parts on the separate gradients (the K-parts GEMM reading them in place too,
+       one dW GEMM per layer).
 Cases: the SwiGLU MLP's gate / up (2 x intermediate rows) and the attention's q / k / v (3 x hidden).
 Operands are random (never zeros); cat's dX is checked against float64 first. Prints us per call
-(median of rounds) and cat over sep.
+(median of rounds) and each over sep.
 
     python benchmarks/cat_backward_bench.py [--tokens 8192] [--hidden 2048] [--intermediate 5632]
 """
@@ -34,13 +37,16 @@ def case(name, m, rows, k, dt, gen, args):
             dx = dx + o[0]
         return dx
 
-    fs = {"sep": sep, "cat": lambda: torch_tk.linear_backward_cat(g, ws, x)[0]}
+    fs = {"sep": sep, "cat": lambda: torch_tk.linear_backward_cat(g, ws, x)[0],
+          "cat+copy": lambda: torch_tk.linear_backward_cat(torch.cat(parts, 1), ws, x)[0],
+          "parts": lambda: torch_tk.linear_backward_parts(parts, ws, x)[0]}
     ref = g.double() @ torch.cat(ws).double()
-    err = ((fs["cat"]().double() - ref).norm() / ref.norm()).item()
-    if not err < 1e-2:
-        raise SystemExit(f"cat_backward_bench: {name}: dX wrong, relative error {err:.2e}")
+    for f in ("cat", "parts"):
+        err = ((fs[f]().double() - ref).norm() / ref.norm()).item()
+        if not err < 1e-2:
+            raise SystemExit(f"cat_backward_bench: {name}: {f} dX wrong, relative error {err:.2e}")
     times = interleave.rounds(fs, args.rounds, args.iters)
-    print(f"{name}: grad {m} x {sum(rows)}, weights {rows} x {k}; cat dX rel err {err:.1e}")
+    print(f"{name}: grad {m} x {sum(rows)}, weights {rows} x {k}; parts dX rel err {err:.1e}")
     interleave.print_summary(times, "sep")
 
 

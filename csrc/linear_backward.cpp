@@ -10,6 +10,9 @@
 // grad_output . [W_0; W_1; ..] as one product (the Hopper K-parts GEMM reads the weights in place:
 // no stacked copy, no sum of per-layer products), grad_weight = grad_output^T . input for all of them
 // at once ((sum of out_features) x in_features; the layers' gradients are its row blocks).
+// tk.linear_backward_parts: the same from one output gradient per layer (an attention's q / k / v,
+// torch_tk/rope.py): the K-parts GEMM reads each gradient in place too (no cat of them), the weight
+// gradients are one tk.gemm each.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -64,27 +67,14 @@ at::Tensor dispatch_gemm(const at::Tensor& a, const at::Tensor& b) {
   return gemm.call(a, b, std::nullopt);
 }
 
-std::tuple<at::Tensor, at::Tensor> linear_backward_cat_cpu(const at::Tensor& grad_output, at::TensorList weights,
-                                                           const at::Tensor& input) {
-  return linear_backward_cat_core(grad_output, weights, input, nullptr);
-}
-
-}  // namespace
-
-std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
-                                                            const at::Tensor& input, KcatBackend backend) {
-  const char* op = "tk.linear_backward_cat";
+// The checks both ops share: `input` and the weights (dtype, device, in_features); returns the
+// weights' row total.
+int64_t check_weights(const char* op, at::TensorList weights, const at::Tensor& input) {
   TORCH_CHECK_VALUE(!weights.empty(), op, ": `weights` must hold at least one tensor");
-  TORCH_CHECK_VALUE(grad_output.dim() == 2, op, ": `grad_output` must be a 2-D (M, sum of out_features) tensor, got ",
-                    num(grad_output.dim()), "-D");
   TORCH_CHECK_VALUE(input.dim() == 2, op, ": `input` must be a 2-D (M, in_features) tensor, got ", num(input.dim()), "-D");
   const auto t = input.scalar_type();
   TORCH_CHECK_TYPE(t == at::kBFloat16 || t == at::kHalf || t == at::kFloat || t == at::kDouble, op,
                    ": `input` has dtype ", t, "; supported: bfloat16, float16, float32, float64");
-  TORCH_CHECK_TYPE(grad_output.scalar_type() == t, op, ": `grad_output` and `input` must have one dtype, got ",
-                   grad_output.scalar_type(), " and ", t);
-  TORCH_CHECK_VALUE(grad_output.device() == input.device(), op, ": `grad_output` and `input` must be on one device, got ",
-                    grad_output.device(), " and ", input.device());
   int64_t rows = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const at::Tensor& w = weights[i];
@@ -99,24 +89,74 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& gr
                       "` has ", num(w.size(1)), " (in_features)");
     rows += w.size(0);
   }
-  TORCH_CHECK_VALUE(grad_output.size(1) == rows, op, ": `grad_output` has ", num(grad_output.size(1)),
-                    " columns but the weights have ", num(rows), " rows (out_features) together");
-  TORCH_CHECK_VALUE(grad_output.size(0) == input.size(0), op, ": `grad_output` has ", num(grad_output.size(0)),
-                    " rows but `input` has ", num(input.size(0)));
-  at::Tensor grad_input;
-  if (weights.size() == 1) {
-    grad_input = dispatch_gemm(grad_output, weights[0]);
-  } else {
-    grad_input = at::empty({input.size(0), input.size(1)}, input.options());
-    const bool empty = grad_input.numel() == 0 || rows == 0;
-    if (empty || backend == nullptr || !backend(grad_input, grad_output, weights)) {
-      if (!empty && backend == nullptr && !input.device().is_cpu())
-        note_fallback("tk.linear_backward_cat: no K-parts kernel on this backend (it is Hopper's): a stacked copy "
-                      "of the weights and one tk.gemm");
-      grad_input = dispatch_gemm(grad_output, at::cat(weights, 0));  // (its kernels, or the reference on the CPU)
-    }
+  return rows;
+}
+
+// An output gradient's checks: 2-D, `input`'s dtype, device and rows, `cols` columns (`what` names them).
+void check_grad(const char* op, const at::Tensor& g, const std::string& name, const at::Tensor& input, int64_t cols,
+                const char* what) {
+  TORCH_CHECK_VALUE(g.dim() == 2, op, ": `", name, "` must be a 2-D (M, ", what, ") tensor, got ", num(g.dim()), "-D");
+  TORCH_CHECK_TYPE(g.scalar_type() == input.scalar_type(), op, ": `", name, "` and `input` must have one dtype, got ",
+                   g.scalar_type(), " and ", input.scalar_type());
+  TORCH_CHECK_VALUE(g.device() == input.device(), op, ": `", name, "` and `input` must be on one device, got ",
+                    g.device(), " and ", input.device());
+  TORCH_CHECK_VALUE(g.size(1) == cols, op, ": `", name, "` has ", num(g.size(1)), " columns but ", what, " is ",
+                    num(cols));
+  TORCH_CHECK_VALUE(g.size(0) == input.size(0), op, ": `", name, "` has ", num(g.size(0)), " rows but `input` has ",
+                    num(input.size(0)));
+}
+
+// grad_input = [grads side by side] . [weights stacked] by `backend`, else stacked copies and tk.gemm
+// (logged where no backend exists).
+at::Tensor grad_input_parts(const char* op, at::TensorList grads, at::TensorList weights, const at::Tensor& input,
+                            int64_t rows, KcatBackend backend) {
+  if (weights.size() == 1) return dispatch_gemm(grads[0], weights[0]);
+  at::Tensor grad_input = at::empty({input.size(0), input.size(1)}, input.options());
+  const bool empty = grad_input.numel() == 0 || rows == 0;
+  if (empty || backend == nullptr || !backend(grad_input, grads, weights)) {
+    if (!empty && backend == nullptr && !input.device().is_cpu())
+      note_fallback(std::string(op) + ": no K-parts kernel on this backend (it is Hopper's): stacked copies and one "
+                    "tk.gemm");
+    const at::Tensor g = grads.size() == 1 ? grads[0] : at::cat(grads, 1);
+    grad_input = dispatch_gemm(g, at::cat(weights, 0));  // (its kernels, or the reference on the CPU)
   }
-  return {grad_input, dispatch_gemm(grad_output.t(), input)};
+  return grad_input;
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
+                                                            const at::Tensor& input, KcatBackend backend) {
+  const char* op = "tk.linear_backward_cat";
+  const int64_t rows = check_weights(op, weights, input);
+  check_grad(op, grad_output, "grad_output", input, rows, "the weights' rows (out_features) together");
+  return {grad_input_parts(op, grad_output, weights, input, rows, backend), dispatch_gemm(grad_output.t(), input)};
+}
+
+std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_core(at::TensorList grad_outputs,
+                                                                           at::TensorList weights,
+                                                                           const at::Tensor& input, KcatBackend backend) {
+  const char* op = "tk.linear_backward_parts";
+  const int64_t rows = check_weights(op, weights, input);
+  TORCH_CHECK_VALUE(grad_outputs.size() == weights.size(), op, ": `grad_outputs` must hold one tensor per weight, got ",
+                    num(int64_t(grad_outputs.size())), " for ", num(int64_t(weights.size())), " weights");
+  std::vector<at::Tensor> grad_weights;
+  for (size_t i = 0; i < weights.size(); ++i)
+    check_grad(op, grad_outputs[i], "grad_outputs[" + num(int64_t(i)) + "]", input, weights[i].size(0),
+               "the weight's rows (out_features)");
+  for (size_t i = 0; i < weights.size(); ++i) grad_weights.push_back(dispatch_gemm(grad_outputs[i].t(), input));
+  return {grad_input_parts(op, grad_outputs, weights, input, rows, backend), std::move(grad_weights)};
+}
+
+std::tuple<at::Tensor, at::Tensor> linear_backward_cat_cpu(const at::Tensor& grad_output, at::TensorList weights,
+                                                           const at::Tensor& input) {
+  return linear_backward_cat_core(grad_output, weights, input, nullptr);
+}
+
+std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_cpu(at::TensorList grad_outputs,
+                                                                          at::TensorList weights,
+                                                                          const at::Tensor& input) {
+  return linear_backward_parts_core(grad_outputs, weights, input, nullptr);
 }
 
 }  // namespace tk
@@ -124,5 +164,6 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& gr
 TORCH_LIBRARY_IMPL(tk, CPU, m) {
   m.impl("linear_backward", &tk::linear_backward_impl);
   m.impl("linear_backward_cat", &tk::linear_backward_cat_cpu);
+  m.impl("linear_backward_parts", &tk::linear_backward_parts_cpu);
 }
 TORCH_LIBRARY_IMPL(tk, CUDA, m) { m.impl("linear_backward", &tk::linear_backward_impl); }

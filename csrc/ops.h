@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 namespace tk {
 
@@ -85,15 +86,22 @@ using RopeBackend = bool (*)(at::Tensor& out2d, const at::Tensor& x2d, const at:
 at::Tensor linear_rope_core(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                             const at::Tensor& sin, RopeBackend backend);
 
-// tk.linear_backward_cat's device hook: fills grad_input (M x in_features, contiguous) with
-// grad_output (M x sum of out_features) . [weights stacked along their rows]; false declines (a
-// stacked copy and tk.gemm run; the backend notes why).
-using KcatBackend = bool (*)(at::Tensor& grad_input, const at::Tensor& grad_output, at::TensorList weights);
+// tk.linear_backward_cat's / tk.linear_backward_parts' device hook: fills grad_input (M x in_features,
+// contiguous) with [grad_outputs side by side] (one M x sum of out_features matrix, or one
+// M x out_features_i matrix per weight) . [weights stacked along their rows]; false declines (stacked
+// copies and tk.gemm run; the backend notes why).
+using KcatBackend = bool (*)(at::Tensor& grad_input, at::TensorList grad_outputs, at::TensorList weights);
 
 // tk.linear_backward_cat (csrc/linear_backward.cpp): checks, grad_input by `backend` (or a stacked
 // copy and tk.gemm), grad_weight by tk.gemm; both through the dispatcher's kernels.
 std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
                                                             const at::Tensor& input, KcatBackend backend);
+
+// tk.linear_backward_parts (csrc/linear_backward.cpp): the same from one output gradient per weight;
+// the weight gradients as a list (tk.gemm each).
+std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_core(at::TensorList grad_outputs,
+                                                                           at::TensorList weights,
+                                                                           const at::Tensor& input, KcatBackend backend);
 
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,

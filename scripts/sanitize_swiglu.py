@@ -5,7 +5,7 @@ and K tails, I with a half tile past it (384, 1280), units of one k tile (held r
 next unit's epilogue) and several units per CTA; also tk.linear_rope (the RoPE GEMM,
 epilogue_rope.cuh: cos / sin tables through the stage ring, then the held rounds) on the same
 shapes as (M, K, N = I); tk.swiglu_down_backward_cat (row pitch 2 I) and tk.linear_backward_cat's
-K-parts GEMM (two and three parts of B); each result checked against float64 (relative Frobenius norm). Exit status
+K-parts GEMM (two and three parts of B; three of A and B: tk.linear_backward_parts); each result checked against float64 (relative Frobenius norm). Exit status
 1 on a wrong result.
 
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py
@@ -67,13 +67,16 @@ def main():
             g3 = torch.cat((both, torch.randn(m, 40, device="cuda", dtype=dt)), 1)
             refs = [torch.cat(refs, 1), both.double() @ torch.cat((wg, wu)).double(),
                     g3.double() @ torch.cat((wg, wu, w3)).double()]
+            refs.append(refs[2])
+            parts = [t.contiguous() for t in torch.split(g3, [i, i, 40], 1)]  # A by parts too (linear_backward_parts)
             outs = [both, torch_tk.linear_backward_cat(both, [wg, wu], x)[0],
-                    torch_tk.linear_backward_cat(g3, [wg, wu, w3], x)[0]]
+                    torch_tk.linear_backward_cat(g3, [wg, wu, w3], x)[0],
+                    torch_tk.linear_backward_parts(parts, [wg, wu, w3], x)[0]]
             errs = [((a.double() - b).norm() / b.norm()).item() for a, b in zip(outs, refs)]
             ok = all(e < 1e-2 for e in errs)
             bad += not ok
-            print(f"{m}x{k}x{i} {dt}: rel err d_gate|d_up {errs[0]:.1e}, K-parts 2 / 3 {errs[1]:.1e} {errs[2]:.1e} "
-                  f"{'ok' if ok else 'WRONG'}")
+            print(f"{m}x{k}x{i} {dt}: rel err d_gate|d_up {errs[0]:.1e}, K-parts 2 / 3 / 3 of A {errs[1]:.1e} "
+                  f"{errs[2]:.1e} {errs[3]:.1e} {'ok' if ok else 'WRONG'}")
     return 1 if bad else 0
 
 

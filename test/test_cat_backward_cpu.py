@@ -1,4 +1,4 @@
-"""tk.linear_backward_cat and tk.swiglu_down_backward_cat on the CPU reference: values against float64
+"""tk.linear_backward_cat, tk.linear_backward_parts and tk.swiglu_down_backward_cat on the CPU reference: values against float64
 (fresh random data), the weight gradient's row blocks, errors naming the argument (eager and fake),
 double backward (gradcheck), torch.compile, and swiglu_mlp's backward through them."""
 import pytest
@@ -126,15 +126,18 @@ def test_swiglu_mlp_backward_takes_the_cat_ops():
     assert "tk.gemm_pair.default" not in names
 
 
-@pytest.mark.parametrize("joint", [True, False], ids=["qkv_op", "separate"])
-def test_fused_attention_backward_takes_linear_backward_cat(joint, monkeypatch):
+@pytest.mark.parametrize("form", ["parts", "cat", "separate"])
+def test_fused_attention_backward_takes_the_joint_ops(form, monkeypatch):
     """patch_linear(fuse_rope=True): q / k / v as tk.linear_qkv_rope, whose backward is one
-    tk.linear_backward_cat per layer; attention.QKV_CAT_BACKWARD = False (the A/B) gives the three
-    linear backwards. Gradients against the stock model either way."""
+    tk.linear_backward_parts per layer (rope.QKV_PARTS = False: a cat and tk.linear_backward_cat);
+    attention.QKV_CAT_BACKWARD = False (the A/B) gives the three linear backwards. Gradients against
+    the stock model either way."""
     import copy
     from test_rope_cpu import _tiny_llama
-    from torch_tk import attention
+    from torch_tk import attention, rope
+    joint = form != "separate"
     monkeypatch.setattr(attention, "QKV_CAT_BACKWARD", joint)
+    monkeypatch.setattr(rope, "QKV_PARTS", form == "parts")
     stock = _tiny_llama()
     fused = torch_tk.patch_linear(copy.deepcopy(stock), fuse_rope=True)
     ids = torch.randint(0, 128, (2, 160))  # above attention.SMALL_TOKENS
@@ -143,7 +146,8 @@ def test_fused_attention_backward_takes_linear_backward_cat(joint, monkeypatch):
         fused(input_ids=ids, labels=ids).loss.backward()
     names = [e.name for e in prof.events()]
     # (a Python custom op's profiler name varies between torch versions: count the C++ ops)
-    assert names.count("tk::linear_backward_cat") == (2 if joint else 0)  # (swiglu_mlp is not fused here)
+    assert names.count("tk::linear_backward_cat") == (2 if form == "cat" else 0)  # (swiglu_mlp is not fused here)
+    assert names.count("tk::linear_backward_parts") == (2 if form == "parts" else 0)
     # o / gate / up / down projections' (4 a layer), and without the joint op q / k / v's (3 more)
     assert names.count("tk::linear_backward") == (8 if joint else 14)
     for (n, p), q in zip(stock.named_parameters(), fused.parameters()):
@@ -158,3 +162,84 @@ def test_qkv_op_refuses_table_gradients():
         torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos, sin)
     q, k, v = torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos.detach(), sin)  # the same values as the three ops
     assert torch.equal(q, torch_tk.linear_rope(x, wq, cos.detach(), sin)) and torch.equal(v, x @ wv.t())
+
+
+def _parts_case(m, rows, k, dtype):
+    gs = [torch.randn(m, r, dtype=dtype) for r in rows]
+    ws = [(torch.randn(r, k) * k ** -0.5).to(dtype) for r in rows]
+    return gs, ws, torch.randn(m, k, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("m,rows,k", [(37, [64, 64], 72), (5, [128, 192, 100], 33), (1, [8], 16), (100, [3, 5, 7, 9], 24)])
+def test_parts_values_against_float64(dtype, m, rows, k):
+    gs, ws, x = _parts_case(m, rows, k, dtype)
+    gi, gws = torch_tk.linear_backward_parts(gs, ws, x)
+    assert gi.shape == (m, k) and gi.dtype == dtype and gi.is_contiguous() and len(gws) == len(ws)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2}[dtype]
+    assert rel_err(gi, sum(g.double() @ w.double() for g, w in zip(gs, ws))) < tol
+    for g, w, gw in zip(gs, ws, gws):
+        assert gw.shape == w.shape and gw.dtype == dtype and gw.is_contiguous()
+        assert rel_err(gw, g.double().t() @ x.double()) < tol
+    gi_cat, _ = torch_tk.linear_backward_cat(torch.cat(gs, 1), ws, x)  # the one-tensor op: the same product
+    assert torch.equal(gi, gi_cat)
+
+
+@pytest.mark.parametrize("make,exc,word", [
+    (lambda: ([], [], torch.randn(4, 3)), ValueError, "at least one"),
+    (lambda: ([torch.randn(4, 8)], [torch.randn(8, 3), torch.randn(4, 3)], torch.randn(4, 3)), ValueError,
+     "one tensor per weight"),
+    (lambda: ([torch.randn(4, 8)], [torch.randn(8, 3)], torch.randn(4, 3, 1)), ValueError, "`input`"),
+    (lambda: ([torch.randn(4, 8, 1)], [torch.randn(8, 3)], torch.randn(4, 3)), ValueError, "grad_outputs[0]"),
+    (lambda: ([torch.randn(4, 8), torch.randn(4, 5)], [torch.randn(8, 3), torch.randn(4, 3)], torch.randn(4, 3)),
+     ValueError, "grad_outputs[1]"),
+    (lambda: ([torch.randn(4, 8), torch.randn(5, 4)], [torch.randn(8, 3), torch.randn(4, 3)], torch.randn(4, 3)),
+     ValueError, "rows but `input`"),
+    (lambda: ([torch.randn(4, 8), torch.randn(4, 4).double()], [torch.randn(8, 3), torch.randn(4, 3)],
+              torch.randn(4, 3)), TypeError, "grad_outputs[1]"),
+    (lambda: ([torch.randn(4, 8)], [torch.randn(8, 2)], torch.randn(4, 3)), ValueError, "weights[0]"),
+])
+def test_parts_errors_name_the_argument(make, exc, word):
+    pat = word.replace("[", r"\[").replace("]", r"\]")
+    with pytest.raises(exc, match=pat):
+        torch_tk.linear_backward_parts(*make())
+    with FakeTensorMode() as mode:  # the fake says the same
+        gs, ws, x = make()
+        fake = ([mode.from_tensor(g) for g in gs], [mode.from_tensor(w) for w in ws], mode.from_tensor(x))
+        with pytest.raises(exc, match=pat):
+            torch.ops.tk.linear_backward_parts(*fake)
+
+
+def test_parts_fake_shapes_and_double_backward():
+    with FakeTensorMode():
+        gi, gws = torch.ops.tk.linear_backward_parts([torch.empty(10, 4), torch.empty(10, 8)],
+                                                     [torch.empty(4, 6), torch.empty(8, 6)], torch.empty(10, 6))
+    assert gi.shape == (10, 6) and [tuple(g.shape) for g in gws] == [(4, 6), (8, 6)]
+    gs, ws, x = _parts_case(6, [3, 5], 4, torch.float64)
+    args = [*[g.requires_grad_() for g in gs], *[w.requires_grad_() for w in ws], x.requires_grad_()]
+
+    def fn(g0, g1, w0, w1, x):
+        gi, (gw0, gw1) = torch_tk.linear_backward_parts([g0, g1], [w0, w1], x)
+        return gi, gw0, gw1
+
+    assert torch.autograd.gradcheck(fn, args)
+
+
+def test_parts_compiled_matches_eager():
+    gs, ws, x = _parts_case(33, [64, 32, 16], 24, torch.float32)
+    fn = torch.compile(lambda g0, g1, g2, w0, w1, w2, x: torch_tk.linear_backward_parts([g0, g1, g2], [w0, w1, w2], x),
+                       fullgraph=True)
+    gi, gws = fn(*gs, *ws, x)
+    ref_gi, ref_gws = torch_tk.linear_backward_parts(gs, ws, x)
+    assert torch.equal(gi, ref_gi) and all(torch.equal(a, b) for a, b in zip(gws, ref_gws))
+
+
+@pytest.mark.parametrize("op", ["cat", "parts"])
+def test_opcheck(op):
+    """Schema, fake and autograd registration as torch.library.opcheck checks them."""
+    gs, ws, x = _parts_case(9, [64, 32], 16, torch.float64)
+    ws = [w.requires_grad_() for w in ws]
+    if op == "cat":
+        torch.library.opcheck(torch.ops.tk.linear_backward_cat.default, (torch.cat(gs, 1).requires_grad_(), ws, x))
+    else:
+        torch.library.opcheck(torch.ops.tk.linear_backward_parts.default, ([g.requires_grad_() for g in gs], ws, x))

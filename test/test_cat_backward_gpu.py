@@ -70,3 +70,37 @@ def test_swiglu_down_backward_cat(dtype, m, hidden, i):
     d_g, d_u = torch_tk.swiglu_down_backward(dy, wd, gu)
     assert both.shape == (m, 2 * i)
     assert torch.equal(both[:, :i], d_g) and torch.equal(both[:, i:], d_u)  # same kernel, other row pitch
+
+
+def _split(g, rows):  # the joint gradient's column blocks as tensors of their own (tk.linear_backward_parts)
+    return [t.contiguous() for t in torch.split(g, rows, 1)]
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", LOWP, ids=_dt)
+@pytest.mark.parametrize("m,rows,k", [
+    (100, [128, 72], 40), (1000, [192, 64, 104], 1000), (8192, [2048, 2048, 2048], 2048), (8192 + 37, [640, 8], 2056)])
+def test_parts_values(dtype, m, rows, k):
+    """The K-parts GEMM reading each gradient through its own map: values against float64, outputs
+    fully written, and the bits of the one-tensor op (the same k tiles summed in the same order)."""
+    g, ws, x = _case(m, rows, k, dtype)
+    gs, es = _split(g, rows), g.element_size()
+    with KernelWatch() as w:
+        gi, *gws = twice_poisoned(lambda: (lambda r: (r[0], *r[1]))(torch_tk.linear_backward_parts(gs, ws, x)),
+                                  (m * k * es, *(r * k * es for r in rows)))
+    w.assert_hopper(2 * (1 + len(rows)))  # two calls of the K-parts GEMM and one weight-gradient GEMM per part
+    assert rel_err(gi, g.double() @ torch.cat(ws).double()) < TOL[dtype]
+    for gp, gw in zip(gs, gws):
+        assert rel_err(gw, gp.double().t() @ x.double()) < TOL[dtype]
+    assert torch.equal(gi, torch_tk.linear_backward_cat(g, ws, x)[0])  # (the weight gradients' plans may differ)
+
+
+@needs_hopper
+def test_parts_not_contiguous_fall_back_visibly():
+    g, ws, x = _case(300, [128, 64], 128, torch.bfloat16)
+    gs = [g[:, :128], g[:, 128:]]  # column views of one tensor: rows not contiguous
+    with KernelWatch() as w:
+        gi, _ = torch_tk.linear_backward_parts(gs, ws, x)
+    assert any("_parts" in r and "contiguous" in r for r in torch_tk.fallback_reasons())
+    assert w.delta["hopper"] >= 3  # the stacked copies' tk.gemm and the two weight gradients still on the kernel
+    assert rel_err(gi, g.double() @ torch.cat(ws).double()) < TOL[torch.bfloat16]

@@ -2,8 +2,8 @@
 
 Importing this package loads the compiled library ``torch_tk._C`` (which registers
 ``torch.ops.tk.gemm``, ``torch.ops.tk.addmm``, ``torch.ops.tk.linear``, ``torch.ops.tk.gemm_pair``,
-``torch.ops.tk.linear_backward``, ``torch.ops.tk.linear_backward_cat``, the SwiGLU and RoPE ops) and then the fake
-(meta) and autograd registrations in :mod:`torch_tk.ops`.
+``torch.ops.tk.linear_backward``, ``torch.ops.tk.linear_backward_cat`` / ``_parts``, the SwiGLU and
+RoPE ops) and then the fake (meta) and autograd registrations in :mod:`torch_tk.ops`.
 
 Where the ops run (queryable):
   * CPU tensors: fp32-accumulate reference (``kernel_counters()["cpu"]``).
@@ -24,7 +24,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
 from . import ops as _ops  # noqa: E402  (registers fakes and autograd)
 from .nn import TKLinear, patch_linear, patch_report, unpatch_linear  # noqa: E402
 from .ops import addmm, gemm, gemm_pair, linear, linear_backward  # noqa: E402
-from .cat_backward import linear_backward_cat  # noqa: E402
+from .cat_backward import linear_backward_cat, linear_backward_parts  # noqa: E402
 from .rope import linear_rope  # noqa: E402
 from .swiglu import (gate_up_views, linear_swiglu, swiglu_down_backward, swiglu_down_backward_cat,  # noqa: E402
                      swiglu_grads, swiglu_mlp)
@@ -92,7 +92,8 @@ def cdna3_available(device=None):
 
 
 __all__ = [
-    "gemm", "addmm", "linear", "gemm_pair", "linear_backward", "linear_backward_cat", "linear_swiglu", "linear_rope",
+    "gemm", "addmm", "linear", "gemm_pair", "linear_backward", "linear_backward_cat", "linear_backward_parts",
+    "linear_swiglu", "linear_rope",
     "swiglu_mlp", "swiglu_down_backward", "swiglu_down_backward_cat", "gate_up_views",
     "swiglu_grads", "patch_linear", "unpatch_linear", "patch_report", "TKLinear",
     "kernel_counters", "reset_kernel_counters", "fallback_reasons", "hopper_available", "cdna3_available",

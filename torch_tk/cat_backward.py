@@ -1,4 +1,5 @@
-"""tk.linear_backward_cat: the backward of linear layers that share an input, from one gradient tensor.
+"""tk.linear_backward_cat / tk.linear_backward_parts: the backward of linear layers that share an input, from
+one gradient tensor or from one per layer.
 
 Layers ``y_i = x @ W_i.T`` (i = 0, 1, ..) whose output gradients lie side by side in one tensor
 ``g = [g_0 | g_1 | ..]`` (M x sum of out_features) have ``grad_input = sum_i g_i @ W_i = g @ [W_0; W_1; ..]``
@@ -43,19 +44,13 @@ def linear_backward_cat(grad_output, weights, input):
     return _ops._call_op(op, grad_output, list(weights), input)
 
 
-def _check(grad_output, weights, input):
-    """The argument checks, as csrc/linear_backward.cpp words them; returns the weights' row total."""
-    op = "tk.linear_backward_cat"
+def _check_weights(op, weights, input):
+    """The checks both ops share (`input`, the weights), as csrc/linear_backward.cpp words them; returns
+    the weights' row total."""
     torch._check_value(len(weights) > 0, lambda: f"{op}: `weights` must hold at least one tensor")
-    torch._check_value(grad_output.dim() == 2, lambda: (
-        f"{op}: `grad_output` must be a 2-D (M, sum of out_features) tensor, got {grad_output.dim()}-D"))
     torch._check_value(input.dim() == 2, lambda: f"{op}: `input` must be a 2-D (M, in_features) tensor, got {input.dim()}-D")
     torch._check_type(input.dtype in _ops._FLOATS, lambda: (
         f"{op}: `input` has dtype {input.dtype}; supported: bfloat16, float16, float32, float64"))
-    torch._check_type(grad_output.dtype == input.dtype, lambda: (
-        f"{op}: `grad_output` and `input` must have one dtype, got {grad_output.dtype} and {input.dtype}"))
-    torch._check_value(grad_output.device == input.device, lambda: (
-        f"{op}: `grad_output` and `input` must be on one device, got {grad_output.device} and {input.device}"))
     rows = 0
     for i, w in enumerate(weights):
         name = f"weights[{i}]"
@@ -68,11 +63,26 @@ def _check(grad_output, weights, input):
         torch._check_value(w.shape[1] == input.shape[1], lambda: (
             f"{op}: `input` has {input.shape[1]} columns but `{name}` has {w.shape[1]} (in_features)"))
         rows = rows + w.shape[0]
-    torch._check_value(grad_output.shape[1] == rows, lambda: (
-        f"{op}: `grad_output` has {grad_output.shape[1]} columns but the weights have {rows} rows (out_features) "
-        "together"))
-    torch._check_value(grad_output.shape[0] == input.shape[0], lambda: (
-        f"{op}: `grad_output` has {grad_output.shape[0]} rows but `input` has {input.shape[0]}"))
+    return rows
+
+
+def _check_grad(op, g, name, input, cols, what):
+    """An output gradient's checks: 2-D, `input`'s dtype, device and rows, `cols` columns."""
+    torch._check_value(g.dim() == 2, lambda: f"{op}: `{name}` must be a 2-D (M, {what}) tensor, got {g.dim()}-D")
+    torch._check_type(g.dtype == input.dtype, lambda: (
+        f"{op}: `{name}` and `input` must have one dtype, got {g.dtype} and {input.dtype}"))
+    torch._check_value(g.device == input.device, lambda: (
+        f"{op}: `{name}` and `input` must be on one device, got {g.device} and {input.device}"))
+    torch._check_value(g.shape[1] == cols, lambda: f"{op}: `{name}` has {g.shape[1]} columns but {what} is {cols}")
+    torch._check_value(g.shape[0] == input.shape[0], lambda: (
+        f"{op}: `{name}` has {g.shape[0]} rows but `input` has {input.shape[0]}"))
+
+
+def _check(grad_output, weights, input):
+    """tk.linear_backward_cat's checks; returns the weights' row total."""
+    op = "tk.linear_backward_cat"
+    rows = _check_weights(op, weights, input)
+    _check_grad(op, grad_output, "grad_output", input, rows, "the weights' rows (out_features) together")
     return rows
 
 
@@ -118,3 +128,98 @@ if not _C.has_cuda_kernels:
         return gi, _ops._reference_addmm(None, grad_output.t(), input, 0, 1, input.dtype)
 
     _ops._cuda_lib.impl("linear_backward_cat", _cuda_ref, "CUDA")
+
+
+def linear_backward_parts(grad_outputs, weights, input):
+    """Input and weight gradients of linear layers sharing ``input``, from one output gradient per layer.
+
+    ``grad_input = sum_i grad_outputs[i] @ weights[i]`` as one product (the K-parts GEMM reads every
+    gradient and every weight in place through its own TMA maps: no cat of the gradients, no stacked
+    copy of the weights, no per-layer products to sum), ``grad_weights[i] = grad_outputs[i].T @ input``
+    (one GEMM each). Why: an attention's q / k / v gradients come from three kernels (RoPE's inverse
+    rotation for q and k, the attention backward for v); side by side in one tensor they cost an
+    Inductor cat (torch_tk/rope.py, benchmarks/NOTES.md 2026-12-06h).
+
+    Args:
+        grad_outputs: list of (M, out_features_i) tensors, one per weight, in the order of ``weights``.
+        weights: list of (out_features_i, in_features) tensors (nn.Linear weights).
+        input: (M, in_features) tensor. All of one dtype (bfloat16/float16 on the kernels,
+            float32/float64 on the reference) and one device.
+    Returns:
+        (grad_input (M, in_features), grad_weights: list of (out_features_i, in_features)): new
+        contiguous tensors of the input dtype.
+    Raises:
+        ValueError: empty lists, list lengths that differ, tensors not 2-D, sizes that do not match,
+            different devices.
+        TypeError: unsupported or mismatched dtypes.
+    The K-parts kernel takes 2 or 3 parts: contiguous, 16-B aligned 16-bit gradients and weights,
+    every weight's row count but the last's a multiple of 64, the gradients' columns and in_features
+    multiples of 8, on sm_90; otherwise grad_input is ``tk.gemm(torch.cat(grad_outputs, 1),
+    torch.cat(weights))`` (stacked copies; noted in ``torch_tk.fallback_reasons()`` on a GPU).
+    """
+    op = torch.ops.tk.linear_backward_parts.default
+    args = (list(grad_outputs), list(weights), input)
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in args[0] + args[1]):
+        return op(*args)  # (through autograd: _call_op looks at tensor arguments only)
+    return _ops._call_op(op, *args)
+
+
+def _check_parts(grad_outputs, weights, input):
+    """linear_backward_parts' argument checks, as csrc/linear_backward.cpp words them."""
+    op = "tk.linear_backward_parts"
+    torch._check_value(len(weights) > 0, lambda: f"{op}: `weights` must hold at least one tensor")
+    torch._check_value(len(grad_outputs) == len(weights), lambda: (
+        f"{op}: `grad_outputs` must hold one tensor per weight, got {len(grad_outputs)} for {len(weights)} weights"))
+    _check_weights(op, weights, input)
+    for i, (g, w) in enumerate(zip(grad_outputs, weights)):
+        _check_grad(op, g, f"grad_outputs[{i}]", input, w.shape[0], "the weight's rows (out_features)")
+
+
+def fake_parts(grad_outputs, weights, input):
+    """Shapes only (tk.linear_backward_parts' fake, registered in torch_tk/ops.py)."""
+    _check_parts(grad_outputs, weights, input)
+    return input.new_empty(input.shape), [input.new_empty(w.shape) for w in weights]
+
+
+def _parts_setup(ctx, inputs, output):
+    grads, weights, input = inputs
+    ctx.set_materialize_grads(False)
+    ctx.n = len(weights)
+    ctx.save_for_backward(input, *grads, *weights)
+
+
+def _any(need):
+    return need if isinstance(need, bool) else any(need)
+
+
+def _parts_backward(ctx, d_gi, d_gws):
+    # grad_input = sum_i g_i W_i and grad_weights[i] = g_i^T x, so dg_i = d_gi W_i^T + x d_gw_i^T,
+    # dW_i = g_i^T d_gi, dx = sum_i g_i d_gw_i.
+    x, *rest = ctx.saved_tensors
+    gs, ws = rest[:ctx.n], rest[ctx.n:]
+    need_g, need_w, need_x = (_any(n) for n in ctx.needs_input_grad)
+    dgs, dws, dx = [None] * ctx.n, [None] * ctx.n, None
+    for i in range(ctx.n):
+        if d_gi is not None:
+            dgs[i], dws[i] = _ops._mm_grads(gs[i], ws[i], d_gi, need_g, need_w)
+        d_gw = d_gws[i] if d_gws is not None else None
+        if d_gw is not None:
+            dgt, dxi = _ops._mm_grads(gs[i].t(), x, d_gw, need_g, need_x)
+            if dgt is not None:
+                dgs[i] = dgt.t() if dgs[i] is None else dgs[i] + dgt.t()
+            if dxi is not None:
+                dx = dxi if dx is None else dx + dxi
+    return dgs, dws, dx
+
+
+torch.library.register_autograd("tk::linear_backward_parts", _parts_backward, setup_context=_parts_setup)
+
+
+if not _C.has_cuda_kernels:
+    def _cuda_ref_parts(grad_outputs, weights, input):
+        _check_parts(grad_outputs, weights, input)
+        _ops._note_py_fallback(_ops._NO_KERNELS)
+        gi = _ops._reference_addmm(None, torch.cat(list(grad_outputs), 1), torch.cat(list(weights), 0), 0, 1, input.dtype)
+        return gi, [_ops._reference_addmm(None, g.t(), input, 0, 1, input.dtype) for g in grad_outputs]
+
+    _ops._cuda_lib.impl("linear_backward_parts", _cuda_ref_parts, "CUDA")

@@ -273,6 +273,11 @@ def _linear_backward_cat_fake(grad_output, weights, input):
     return _cat_backward.fake(grad_output, weights, input)  # (torch_tk/cat_backward.py, imported at the end)
 
 
+@torch.library.register_fake("tk::linear_backward_parts")
+def _linear_backward_parts_fake(grad_outputs, weights, input):
+    return _cat_backward.fake_parts(grad_outputs, weights, input)
+
+
 @torch.library.register_fake("tk::linear_rope")
 def _linear_rope_fake(input, weight, cos, sin):
     return _rope.fake(input, weight, cos, sin)  # (torch_tk/rope.py, imported at the end)

@@ -146,9 +146,9 @@ def linear_qkv_rope(input: torch.Tensor, q_weight: torch.Tensor, k_weight: torch
     """An attention's q / k / v projections (no biases) with q and k rotated: ``(linear_rope(input,
     q_weight, cos, sin), linear_rope(input, k_weight, cos, sin), input @ v_weight.T)`` -- the same
     kernels and bits as those three calls. One op so that the backward is one unit: dL/dq and dL/dk
-    rotated back and dL/dv go side by side into one tensor (an Inductor cat), and
-    ``tk.linear_backward_cat`` takes it to the input gradient (one K-parts GEMM over the three weights
-    in place: no per-projection products to sum) and the three weight gradients (one GEMM).
+    rotated back and dL/dv go to ``tk.linear_backward_parts``: the input gradient as one K-parts GEMM
+    reading the three gradients and the three weights in place (no cat, no per-projection products
+    to sum), the weight gradients one GEMM each (``QKV_PARTS``).
 
     Args: input (*, K); q_weight (Nq, K), k_weight (Nk, K), v_weight (Nv, K); cos, sin as
         :func:`linear_rope`'s. Returns: (q (*, Nq), k (*, Nk), v (*, Nv)), contiguous.
@@ -173,14 +173,25 @@ def _qkv_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
 
+# linear_qkv_rope's backward: True: the three gradients as they are (q / k rotated back, v the
+# attention's), read in place by tk.linear_backward_parts; False: side by side in one tensor by an
+# Inductor cat, then tk.linear_backward_cat (2026-12-06h's form; an A/B for bench_model --no-qkv-parts).
+QKV_PARTS = True
+
+
 def _qkv_backward(ctx, dq, dk, dv):
     input, wq, wk, wv, cos, sin = ctx.saved_tensors
     h = cos.shape[-1]
     c2d, s2d, x2d = cos.reshape(-1, h), sin.reshape(-1, h), input.reshape(-1, input.shape[-1])
-    d_cat = torch.cat((rotate(dq.reshape(-1, wq.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
-                       rotate(dk.reshape(-1, wk.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
-                       dv.reshape(-1, wv.shape[0]).to(wq.dtype)), -1)
+    parts = (rotate(dq.reshape(-1, wq.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
+             rotate(dk.reshape(-1, wk.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
+             dv.reshape(-1, wv.shape[0]).to(wq.dtype))
     need_x, need_w = ctx.needs_input_grad[0], any(ctx.needs_input_grad[1:4])
+    if QKV_PARTS and need_x and need_w:
+        dx, dws = _ops._call_op(torch.ops.tk.linear_backward_parts.default, [p.contiguous() for p in parts],
+                                [wq, wk, wv], x2d)
+        return dx.reshape(input.shape), *dws, None, None
+    d_cat = torch.cat(parts, -1)
     dx = dw = None
     if need_x and need_w:  # (the op's inputs share one dtype)
         dx, dw = _ops._call_op(torch.ops.tk.linear_backward_cat.default, d_cat, [wq, wk, wv], x2d)

@@ -53,7 +53,7 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
 // `SwiBackend`, tk.swiglu_down_backward(_cat) `GradBackend`, tk.linear_rope `RopeBack`,
-// tk.linear_backward_cat's input gradient `KcatBack` (any may decline, or be null: then the reference runs).
+// tk.linear_backward_cat's / _parts' input gradient `KcatBack` (any may decline, or be null: then the reference runs).
 template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr,
           RopeBackend RopeBack = nullptr, KcatBackend KcatBack = nullptr>
 struct BackendOps {
@@ -89,6 +89,11 @@ struct BackendOps {
                                                                 const at::Tensor& input) {
     return linear_backward_cat_core(grad_output, weights, input, KcatBack);
   }
+  static std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts(at::TensorList grad_outputs,
+                                                                              at::TensorList weights,
+                                                                              const at::Tensor& input) {
+    return linear_backward_parts_core(grad_outputs, weights, input, KcatBack);
+  }
   static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                                 const at::Tensor& sin) {
     return linear_rope_core(input, weight, cos, sin, RopeBack);
@@ -103,6 +108,7 @@ struct BackendOps {
     m.impl("linear_rope", &linear_rope);
     m.impl("swiglu_down_backward_cat", &swiglu_down_backward_cat);
     m.impl("linear_backward_cat", &linear_backward_cat);
+    m.impl("linear_backward_parts", &linear_backward_parts);
   }
 };
 

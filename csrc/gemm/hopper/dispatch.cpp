@@ -385,31 +385,45 @@ bool hopper_rope_backend(at::Tensor& out, const at::Tensor& x, const at::Tensor&
   return true;
 }
 
-// tk.linear_backward_cat's grad_input on the K-parts GEMM (launch.h GemmArgs::b_parts): grad_output
-// (M x sum K_i, row-major) . [W_0; W_1; W_2] read in place (each K_i x N, row-major: the GEMM's B
-// row-major), every part but the last a whole number of 64-row k tiles.
-bool hopper_kcat_backend(at::Tensor& out, const at::Tensor& a, at::TensorList ws) {
+// tk.linear_backward_cat's / tk.linear_backward_parts' grad_input on the K-parts GEMM (launch.h
+// GemmArgs::b_parts / a_parts): [G_0 | G_1 | G_2] (M x sum K_i, row-major: one matrix, `gs` = {G}, or
+// one per part) . [W_0; W_1; W_2] read in place (each K_i x N, row-major: the GEMM's B row-major),
+// every part but the last a whole number of 64-row k tiles.
+bool hopper_kcat_backend(at::Tensor& out, at::TensorList gs, at::TensorList ws) {
   bool parts_ok = ws.size() >= 2 && ws.size() <= 3;
   for (size_t i = 0; parts_ok && i < ws.size(); ++i)
     parts_ok = ws[i].is_contiguous() && aligned16(ws[i]) && ws[i].size(0) > 0 &&
                (i + 1 == ws.size() || ws[i].size(0) % 64 == 0);
+  bool grads_ok = gs.size() == 1 || gs.size() == ws.size();
+  for (size_t i = 0; grads_ok && i < gs.size(); ++i)
+    grads_ok = gs[i].is_contiguous() && aligned16(gs[i]) && gs[i].size(1) % 8 == 0;
+  const at::Tensor& a = gs[0];
+  int64_t K = 0;
+  for (const at::Tensor& gi : gs) K += gi.size(1);
   const int64_t N = ws[0].size(1);
   const char* why = !is_sm90(a.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
                     : (a.scalar_type() != at::kBFloat16 && a.scalar_type() != at::kHalf)
-                        ? "tk.linear_backward_cat: dtype is not bfloat16/float16"
-                    : !parts_ok ? "tk.linear_backward_cat: the K-parts GEMM takes 2 or 3 contiguous, 16-B aligned "
-                                  "weights, all but the last with a multiple of 64 rows"
-                    : (!a.is_contiguous() || !aligned16(a) || a.size(1) % 8 != 0 || N % 8 != 0)
-                        ? "tk.linear_backward_cat: grad_output must be contiguous and 16-B aligned, its columns and "
-                          "in_features multiples of 8"
-                    : (a.size(0) > INT_MAX || a.size(1) > INT_MAX || N > INT_MAX)
-                        ? "tk.linear_backward_cat: a dimension exceeds 2^31-1"
+                        ? "tk.linear_backward_cat / _parts: dtype is not bfloat16/float16"
+                    : !parts_ok ? "tk.linear_backward_cat / _parts: the K-parts GEMM takes 2 or 3 contiguous, 16-B "
+                                  "aligned weights, all but the last with a multiple of 64 rows"
+                    : (!grads_ok || N % 8 != 0)
+                        ? "tk.linear_backward_cat / _parts: the output gradients must be contiguous and 16-B aligned, "
+                          "their columns and in_features multiples of 8"
+                    : (a.size(0) > INT_MAX || K > INT_MAX || N > INT_MAX)
+                        ? "tk.linear_backward_cat / _parts: a dimension exceeds 2^31-1"
                         : nullptr;
   if (!accepted(why)) return false;
   hopper::GemmArgs g = fixed_args(a, ws[0], true, N);
+  g.K = int(K);
   g.out = out.data_ptr();
   g.b_parts[0] = ws[1].data_ptr(), g.b_parts[1] = ws.size() == 3 ? ws[2].data_ptr() : nullptr;
-  g.k_part_end[0] = ws[0].size(0), g.k_part_end[1] = ws.size() == 3 ? ws[0].size(0) + ws[1].size(0) : a.size(1);
+  g.k_part_end[0] = ws[0].size(0), g.k_part_end[1] = ws.size() == 3 ? ws[0].size(0) + ws[1].size(0) : K;
+  for (size_t i = 1; i < ws.size(); ++i) {  // A's parts: the grads' own, or column slices of the one
+    const bool own = gs.size() > 1;
+    g.a_parts[i - 1] = own ? gs[i].data_ptr()
+                           : static_cast<const char*>(a.data_ptr()) + g.k_part_end[i - 1] * int64_t(a.element_size());
+    g.a_parts_ld[i - 1] = own ? gs[i].size(1) : a.size(1);
+  }
   launch_fixed_256(g, a.get_device(), "K-parts GEMM");
   return true;
 }

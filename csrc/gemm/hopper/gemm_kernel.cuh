@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
                 const __grid_constant__ CUtensorMap tm_out, const __grid_constant__ CUtensorMap tm_out_tail,
                 const __grid_constant__ CUtensorMap tm_a_tail,
                 const __grid_constant__ CUtensorMap tm_b_tail, Epilogue<typename L::out_t> ep, int M, int N, int K,
-                int splits, int store_mode, int group_m, int* unit_counter) {
+                int splits, int store_mode, int group_m, int* unit_counter, const __grid_constant__ CUtensorMap tm_x3) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #ifdef TK_EXPERIMENTS
   const int xp = ep.experiment;
@@ -140,6 +140,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     tma_prefetch_desc(&tm_b);
     if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
     if ((L::kYTail && ep.y_tail_rows > 0) || L::kKParts) tma_prefetch_desc(&tm_b_tail);
+    if (L::kKParts) tma_prefetch_desc(&tm_a_tail), tma_prefetch_desc(&tm_x3);
   };
   // Early start (unclustered kernels; ep.early_start, TK_HOPPER_EARLY_START): the producer thread issues
   // its first loads right after initialising the barriers; the producer warpgroup only arrives at the start
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       KRange kr;
       SkSegment seg;
       decode(u, in_sk, w, kr, seg);
-      const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail, &tm_out_tail);
+      const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail, &tm_out_tail, &tm_x3);
       const uint64_t evict_first = l2_evict_first_policy();
       for (int kt = kr.begin; kt < kr.end && pre < L::STAGES; kt += L::KT, ++pre) {
         if (trace_cta && tn < kTraceLen) tr[tn++] = unsigned(clock64() - trace_c0);
@@ -207,7 +208,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
         KRange kr;
         SkSegment seg;
         decode(u, in_sk, w, kr, seg);
-        const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail, &tm_out_tail);
+        const UnitLoads ld = unit_loads<L>(w, rank, M, N, ep, &tm_a, &tm_b, &tm_a_tail, &tm_b_tail, &tm_out_tail, &tm_x3);
         for (int kt = kr.begin + skip * L::KT; kt < kr.end; kt += L::KT, ++it) {
           const int s = it % L::STAGES;
           if (xp & kXpBare) continue;

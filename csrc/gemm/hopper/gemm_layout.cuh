@@ -35,9 +35,10 @@ using namespace kittens::hopper;
 // SWIGLU_ 3: the RoPE epilogue (epilogue_rope.cuh): the unit's product is rotated by position
 // (heads of 128 columns) before the ordinary epilogue stores it, with the cos / sin tables the
 // producer loads into one ring stage after the unit's k tiles; 128 x 256 unclustered tiles, K-major operands.
-// SWIGLU_ 4: the K-parts mainloop (producer_loads.cuh issue_stage): Y is up to three row-major
-// matrices stacked along K, each k tile loaded through its part's map (part ends: Epilogue::sk_tiles / sk_parts); the
-// ordinary epilogue; 128 x 256 unclustered tiles, row-major X and Y (a fused projection's dX).
+// SWIGLU_ 4: the K-parts mainloop (producer_loads.cuh issue_stage): X is up to three row-major
+// matrices side by side along K and Y up to three row-major matrices stacked along K, each k tile of
+// both loaded through its part's maps (part ends: Epilogue::sk_tiles / sk_parts); the ordinary
+// epilogue; 128 x 256 unclustered tiles, row-major X and Y (a fused projection's dX).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
 struct gemm_layout {
@@ -212,7 +213,9 @@ struct gemm_layout {
   static constexpr bool kYSliceTail = CLUSTER_ > 1 && BM_ == 64 && BN_ > 128 && !YMn;
   // (The RoPE kernel's tail maps carry its cos / sin tables: a last column tile past N takes whole,
   // zero-filled Y boxes.)
-  static constexpr bool kXTail = !XMn, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail) && !kRope;
+  // (The K-parts kernel's X tail map carries X's second part: a last row tile past M takes whole,
+  // zero-filled X boxes.)
+  static constexpr bool kXTail = !XMn && !kKParts, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail) && !kRope;
   static constexpr int Y_SLICE_ROWS = BN_ / CLUSTER_;  // rows of Y each CTA of a cluster loads
   static_assert(STAGES >= 3, "pipeline too shallow");
   // The SwiGLU backward's gate and up values (epilogue_swiglu_grad.cuh): one ring stage per 64-column

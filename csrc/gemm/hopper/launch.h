@@ -74,9 +74,14 @@ struct GemmArgs {
   // The K-parts GEMM (gemm_layout kKParts): with b_parts[0] non-null, B (K x N, row-major, ld = ldb)
   // is up to three matrices stacked along K: rows [0, k_part_end[0]) at `b`, [k_part_end[0],
   // k_part_end[1]) at b_parts[0] and [k_part_end[1], K) at b_parts[1] (null for two parts, then
-  // k_part_end[1] = K), each 16-B aligned; the part ends are multiples of 64 (whole k tiles). Needs a
-  // 128 x 256 plan, unswapped, unsplit, unclustered, no stream-K, row-major A and a 16-bit output.
+  // k_part_end[1] = K), each 16-B aligned; the part ends are multiples of 64 (whole k tiles). A (M x K,
+  // row-major) likewise: columns [0, k_part_end[0]) at `a` (ld = lda), the next parts at a_parts[0] /
+  // a_parts[1] (row pitches a_parts_ld, elements; 16-B aligned; a column slice of one matrix or
+  // matrices of their own). Needs a 128 x 256 plan, unswapped, unsplit, unclustered, no stream-K,
+  // row-major A and a 16-bit output.
   const void* b_parts[2] = {nullptr, nullptr};
+  const void* a_parts[2] = {nullptr, nullptr};
+  int64_t a_parts_ld[2] = {0, 0};
   int64_t k_part_end[2] = {0, 0};
   // The SwiGLU backward GEMM's output row pitch in elements (0: N), for d_gate and d_up side by side
   // in one M x 2N buffer (`swiglu_du` = `out` + N; tk.swiglu_down_backward_cat). Other GEMMs: 0.

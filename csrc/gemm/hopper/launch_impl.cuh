@@ -92,7 +92,9 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   using OutT = typename L::out_t;
   const uint64_t K = uint64_t(g.K);
   // X: K-major map dims {K, rows}; MN-major dims {rows, K}. Y likewise with cols.
-  const gl2d gx = L::kAMn ? gl2d{op.x, uint64_t(op.rows), K, uint64_t(op.ldx), 2} : gl2d{op.x, K, uint64_t(op.rows), uint64_t(op.ldx), 2};
+  // (The K-parts kernel's X map covers X's first part: its columns may be a matrix of their own.)
+  const uint64_t kx = L::kKParts ? uint64_t(g.k_part_end[0]) : K;
+  const gl2d gx = L::kAMn ? gl2d{op.x, uint64_t(op.rows), kx, uint64_t(op.ldx), 2} : gl2d{op.x, kx, uint64_t(op.rows), uint64_t(op.ldx), 2};
   const gl2d gy = L::kBMn ? gl2d{op.y, uint64_t(op.cols), K, uint64_t(op.ldy), 2} : gl2d{op.y, K, uint64_t(op.cols), uint64_t(op.ldy), 2};
   if (!tma_describable(gx) || !tma_describable(gy)) return "an operand cannot be described by a TMA descriptor";
   CUtensorMap tx, ty;
@@ -105,7 +107,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
   // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
   static const bool tail_boxes = env_flag("TK_HOPPER_TAIL_BOX", true);
-  CUtensorMap tx_tail = tx, ty_tail = ty;
+  CUtensorMap tx_tail = tx, ty_tail = ty, tx3 = tx;  // (tx3: the K-parts kernel's X third part, else unread)
   const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
   // Sliced in a cluster (gemm_layout kYSliceTail): the rows of the slice that ends past cols, or a
   // whole slice when none does (> 0 marks tail boxes on; producer_loads.cuh unit_loads).
@@ -259,20 +261,29 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     ep.deferred = ep.plain_body = ep.plain_staged = ep.stmatrix = false;
   }
   if constexpr (L::kKParts) {
-    // Y's second part's map in ty_tail's place, its third's in tout_tail's (producer_loads.cuh
-    // issue_stage); the boxes Y's own. The first part's map (ty) ends at the part's rows too, so that
-    // no part's boxes read another part's rows (zero-filled past each map instead).
+    // Y's second part's map in ty_tail's place, its third's in tout_tail's; X's second part's in
+    // tx_tail's (the kernel has no X tail map), its third's in tx3 (producer_loads.cuh issue_stage); the
+    // boxes the operands' own. Each part's maps end at the part's k range, so that no part's boxes
+    // read another part's rows / columns (zero-filled past each map instead).
     const uint64_t e0 = uint64_t(g.k_part_end[0]), e1 = uint64_t(g.k_part_end[1]);
     const bool three = g.b_parts[1] != nullptr;
-    const uint64_t n = uint64_t(op.cols), ld = uint64_t(op.ldy);
+    const uint64_t n = uint64_t(op.cols), ld = uint64_t(op.ldy), m = uint64_t(op.rows);
     const gl2d g0{op.y, n, e0, ld, 2}, g1{g.b_parts[0], n, e1 - e0, ld, 2}, g2{g.b_parts[1], n, K - e1, ld, 2};
-    auto part_map = [&](CUtensorMap* m, const gl2d& gp) {
+    const gl2d x0{op.x, e0, m, uint64_t(op.ldx), 2}, x1{g.a_parts[0], e1 - e0, m, uint64_t(g.a_parts_ld[0]), 2},
+        x2{g.a_parts[1], K - e1, m, uint64_t(g.a_parts_ld[1]), 2};
+    auto part_map = [&](CUtensorMap* map, const gl2d& gp, bool is_x) {
       return reinterpret_cast<uintptr_t>(gp.ptr) % 16 == 0 && tma_describable(gp) &&
-             make_tma_desc(m, gp, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y) == CUDA_SUCCESS;
+             (is_x ? make_tma_desc(map, gp, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter,
+                                   operand_promo(gp.ld * sizeof(T)))
+                   : make_tma_desc(map, gp, tma_dtype<T>(), L::b_tile::kBoxInner, L::b_tile::kBoxOuter, promo_y)) ==
+                 CUDA_SUCCESS;
     };
     if (p.swap_ab || e0 == 0 || e0 % L::BK != 0 || e1 <= e0 || e1 > K || (three ? e1 % L::BK != 0 || e1 == K : e1 != K) ||
-        !part_map(&ty, g0) || !part_map(&ty_tail, g1) || (three && !part_map(&tout_tail, g2)))
-      return "the K-parts GEMM needs an unswapped plan and TMA-describable parts of B ending at multiples of 64 rows";
+        g.a_parts[0] == nullptr || (three && g.a_parts[1] == nullptr) || !part_map(&ty, g0, false) ||
+        !part_map(&ty_tail, g1, false) || (three && !part_map(&tout_tail, g2, false)) || !part_map(&tx, x0, true) ||
+        !part_map(&tx_tail, x1, true) || (three && !part_map(&tx3, x2, true)))
+      return "the K-parts GEMM needs an unswapped plan and TMA-describable parts of A and B ending at multiples of 64 "
+             "columns / rows";
     ep.sk_tiles = int(e0 / L::BK), ep.sk_parts = three ? int(e1 / L::BK) : 0x7fffffff;  // (epilogue.cuh says why there)
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
@@ -322,11 +333,11 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     cfg.attrs = &pdl;
     cfg.numAttrs = 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
-                             store_mode, p.group_m, unit_counter);
+                             store_mode, p.group_m, unit_counter, tx3);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   } else if constexpr (L::CLUSTER == 1) {
     kernel<<<dim3(unsigned(p.grid)), dim3(L::THREADS), L::SMEM_BYTES, stream>>>(
-        tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m, unit_counter);
+        tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits, store_mode, p.group_m, unit_counter, tx3);
   } else {
     cudaLaunchConfig_t cfg{};
     cfg.blockDim = dim3(L::THREADS);
@@ -356,7 +367,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
     cfg.gridDim = dim3(unsigned(std::min(p.grid, clusters * L::CLUSTER)));
     cfg.numAttrs = g.dependent ? 2 : 1;
     err = cudaLaunchKernelEx(&cfg, kernel, tx, ty, tout, tout_tail, tx_tail, ty_tail, ep, op.rows, op.cols, g.K, p.splits,
-                             store_mode, p.group_m, unit_counter);
+                             store_mode, p.group_m, unit_counter, tx3);
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
 #ifdef TK_EXPERIMENTS

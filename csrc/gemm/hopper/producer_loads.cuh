@@ -19,7 +19,9 @@ struct UnitLoads {
   const CUtensorMap* map_y2;  // SwiGLU kernels (gemm_layout kSwiGLU): the up weight's map (map_y: the gate's);
                              // K-parts kernels (kKParts): Y's second part (map_y: the first)
   const CUtensorMap* map_y3;  // K-parts kernels: Y's third part
-  int k_part_end[2];          // K-parts kernels: the k tiles where Y's first / second part end
+  const CUtensorMap* map_x2;  // K-parts kernels: X's second and third parts (map_x: the first)
+  const CUtensorMap* map_x3;
+  int k_part_end[2];          // K-parts kernels: the k tiles where the first / second parts end
   int m0, n0;                // first row of X / column of Y of this CTA's tile
   uint32_t stage_tx;         // bytes a stage's full barrier expects (zero-filled ones past K included)
   bool x_none;               // a cluster's CTA past the last row tile: no X load
@@ -30,7 +32,7 @@ template <class L, typename OutT>
 __device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int M, int N, const Epilogue<OutT>& ep,
                                                 const CUtensorMap* tm_a, const CUtensorMap* tm_b,
                                                 const CUtensorMap* tm_a_tail, const CUtensorMap* tm_b_tail,
-                                                const CUtensorMap* tm_out_tail) {
+                                                const CUtensorMap* tm_out_tail, const CUtensorMap* tm_x3) {
   UnitLoads u;
   u.m0 = (w.tile.m * L::CLUSTER + rank) * L::BM, u.n0 = w.tile.n * L::BN;
   // X rows past M: a cluster's CTA beyond the last row tile loads none of them (its rows are never
@@ -42,7 +44,10 @@ __device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int
   u.map_y = y_tail ? tm_b_tail : tm_b;
   u.map_y2 = tm_b_tail;  // (read by the SwiGLU and K-parts kernels only, which have no Y tail map)
   if constexpr (L::kSwiGLU) u.map_y = tm_b;
-  if constexpr (L::kKParts) u.map_y3 = tm_out_tail, u.k_part_end[0] = ep.sk_tiles, u.k_part_end[1] = ep.sk_parts;
+  if constexpr (L::kKParts) {  // (no X tail map: gemm_layout)
+    u.map_y3 = tm_out_tail, u.map_x2 = tm_a_tail, u.map_x3 = tm_x3;
+    u.k_part_end[0] = ep.sk_tiles, u.k_part_end[1] = ep.sk_parts;
+  }
   // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
   constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
   const uint32_t x_bytes = u.x_none ? 0u : x_tail ? uint32_t(ep.x_tail_rows) * kXRow : uint32_t(L::a_tile::kBytes);
@@ -80,7 +85,17 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
   for (int j = 0; j < L::KT; ++j) {  // tiles past K (KT > 1 only) arrive zero-filled
     uint8_t* sub = smem + s * L::STAGE_BYTES + j * L::SUB_BYTES;
     const int k0 = (kt + j) * L::BK;
-    if (!u.x_none) L::a_tile::load(sub, u.map_x, &full[s], u.m0, k0, hint_x, evict_first);
+    // K-parts kernels: the part holding k tile kt + j, X and Y loaded at its k offset within that part
+    // (whole tiles: only the last part may end inside a tile, its columns / rows past K zero-filled).
+    int part = 0, kx = k0;
+    if constexpr (L::kKParts) {
+      const int t = kt + j;
+      part = t < u.k_part_end[0] ? 0 : t < u.k_part_end[1] ? 1 : 2;
+      kx = (t - (part == 0 ? 0 : part == 1 ? u.k_part_end[0] : u.k_part_end[1])) * L::BK;
+    }
+    if (!u.x_none)
+      L::a_tile::load(sub, !L::kKParts || part == 0 ? u.map_x : part == 1 ? u.map_x2 : u.map_x3, &full[s], u.m0, kx,
+                      hint_x, evict_first);
     if constexpr (L::kSwiGLU) {
       // The tile's Y rows 0..127 are gate rows n0 / 2 .., rows 128..255 the up rows of the same
       // features (kittens/common/swiglu.h), each half a 128-row box through its own map.
@@ -88,12 +103,8 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
       half::load(sub + L::a_tile::kBytes, u.map_y, &full[s], u.n0 / 2, k0, hint_y, evict_first);
       half::load(sub + L::a_tile::kBytes + half::kBytes, u.map_y2, &full[s], u.n0 / 2, k0, hint_y, evict_first);
     } else if constexpr (L::kKParts) {
-      // The part holding k tile kt + j, loaded at its k offset within that part (whole tiles: only
-      // the last part may end inside a tile, its rows past K zero-filled, as X's columns are).
-      const int t = kt + j, part = t < u.k_part_end[0] ? 0 : t < u.k_part_end[1] ? 1 : 2;
-      const int k_local = (t - (part == 0 ? 0 : part == 1 ? u.k_part_end[0] : u.k_part_end[1])) * L::BK;
       L::b_tile::load(sub + L::a_tile::kBytes, part == 0 ? u.map_y : part == 1 ? u.map_y2 : u.map_y3, &full[s], u.n0,
-                      k_local, hint_y, evict_first);
+                      kx, hint_y, evict_first);
     } else if constexpr (L::CLUSTER > 1) {
       if (!u.y_none)
         L::b_tile::load_slice(sub + L::a_tile::kBytes, L::kYSliceTail ? u.map_y : tm_b, &full[s], u.n0, k0, rank,
