@@ -9,10 +9,15 @@ import torch_tk
 from conftest import rel_err
 
 
-def _case(m, rows, k, dtype):
-    g = torch.randn(m, sum(rows), dtype=dtype)
+def _parts_case(m, rows, k, dtype):
+    gs = [torch.randn(m, r, dtype=dtype) for r in rows]
     ws = [(torch.randn(r, k) * k ** -0.5).to(dtype) for r in rows]
-    return g, ws, torch.randn(m, k, dtype=dtype)
+    return gs, ws, torch.randn(m, k, dtype=dtype)
+
+
+def _case(m, rows, k, dtype):
+    gs, ws, x = _parts_case(m, rows, k, dtype)
+    return torch.cat(gs, 1), ws, x
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
@@ -162,12 +167,6 @@ def test_qkv_op_refuses_table_gradients():
         torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos, sin)
     q, k, v = torch.ops.tk.linear_qkv_rope(x, wq, wk, wv, cos.detach(), sin)  # the same values as the three ops
     assert torch.equal(q, torch_tk.linear_rope(x, wq, cos.detach(), sin)) and torch.equal(v, x @ wv.t())
-
-
-def _parts_case(m, rows, k, dtype):
-    gs = [torch.randn(m, r, dtype=dtype) for r in rows]
-    ws = [(torch.randn(r, k) * k ** -0.5).to(dtype) for r in rows]
-    return gs, ws, torch.randn(m, k, dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])

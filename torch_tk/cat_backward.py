@@ -120,15 +120,6 @@ def _backward(ctx, d_gi, d_gw):
 torch.library.register_autograd("tk::linear_backward_cat", _backward, setup_context=_setup)
 
 
-if not _C.has_cuda_kernels:
-    def _cuda_ref(grad_output, weights, input):
-        _check(grad_output, weights, input)
-        _ops._note_py_fallback(_ops._NO_KERNELS)
-        gi = _ops._reference_addmm(None, grad_output, torch.cat(list(weights), 0), 0, 1, input.dtype)
-        return gi, _ops._reference_addmm(None, grad_output.t(), input, 0, 1, input.dtype)
-
-    _ops._cuda_lib.impl("linear_backward_cat", _cuda_ref, "CUDA")
-
 
 def linear_backward_parts(grad_outputs, weights, input):
     """Input and weight gradients of linear layers sharing ``input``, from one output gradient per layer.
@@ -215,11 +206,19 @@ def _parts_backward(ctx, d_gi, d_gws):
 torch.library.register_autograd("tk::linear_backward_parts", _parts_backward, setup_context=_parts_setup)
 
 
-if not _C.has_cuda_kernels:
+if not _C.has_cuda_kernels:  # a build without nvcc: both ops on the reference, noted
+    def _ref(a, b):
+        return _ops._reference_addmm(None, a, b, 0, 1, a.dtype)
+
+    def _cuda_ref(grad_output, weights, input):
+        _check(grad_output, weights, input)
+        _ops._note_py_fallback(_ops._NO_KERNELS)
+        return _ref(grad_output, torch.cat(list(weights), 0)), _ref(grad_output.t(), input)
+
     def _cuda_ref_parts(grad_outputs, weights, input):
         _check_parts(grad_outputs, weights, input)
-        _ops._note_py_fallback(_ops._NO_KERNELS)
-        gi = _ops._reference_addmm(None, torch.cat(list(grad_outputs), 1), torch.cat(list(weights), 0), 0, 1, input.dtype)
-        return gi, [_ops._reference_addmm(None, g.t(), input, 0, 1, input.dtype) for g in grad_outputs]
+        gi, _ = _cuda_ref(torch.cat(list(grad_outputs), 1), weights, input)
+        return gi, [_ref(g.t(), input) for g in grad_outputs]
 
+    _ops._cuda_lib.impl("linear_backward_cat", _cuda_ref, "CUDA")
     _ops._cuda_lib.impl("linear_backward_parts", _cuda_ref_parts, "CUDA")
