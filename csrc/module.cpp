@@ -8,6 +8,7 @@
 #include "kittens/common/raster.h"
 #include "kittens/common/row_run.h"
 #include "kittens/common/halfword_window.h"
+#include "kittens/common/k_parts.h"
 #include "kittens/common/stream_k.h"
 #include "kittens/common/swizzle.h"
 #include "kittens/common/swiglu.h"
@@ -90,6 +91,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("swizzle128_offset", &kittens::swizzle128_offset, py::arg("row"), py::arg("byte_in_row"));
   m.def("swiglu_packed_col", &kittens::swiglu_packed_col, py::arg("feature"), py::arg("up"));
   m.def("swiglu_up_reg", &kittens::swiglu_up_reg, py::arg("gate_reg"));
+  m.def(
+      "k_part",
+      [](int t, int end0, int end1) {
+        const kittens::KPart p = kittens::k_part(t, end0, end1);
+        return std::make_pair(p.part, p.tile);
+      },
+      py::arg("t"), py::arg("end0"), py::arg("end1"));
   m.def("kmajor_offset", &kittens::kmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("mnmajor_offset", &kittens::mnmajor_offset, py::arg("mn"), py::arg("k"), py::arg("elem_bytes"));
   m.def("wgmma_desc", &kittens::wgmma_desc, py::arg("addr"), py::arg("lbo"), py::arg("sbo"));

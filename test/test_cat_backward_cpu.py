@@ -242,3 +242,14 @@ def test_opcheck(op):
         torch.library.opcheck(torch.ops.tk.linear_backward_cat.default, (torch.cat(gs, 1).requires_grad_(), ws, x))
     else:
         torch.library.opcheck(torch.ops.tk.linear_backward_parts.default, ([g.requires_grad_() for g in gs], ws, x))
+
+
+@pytest.mark.parametrize("end0,end1,total", [(1, 2, 3), (4, 9, 12), (32, 64, 96), (4, 2 ** 31 - 1, 9), (1, 2 ** 31 - 1, 2)])
+def test_k_part_tiles_every_part_once(end0, end1, total):
+    """kittens::k_part (the K-parts mainloop's k index, exported by torch_tk._C): k tiles 0 .. T - 1 go to
+    part 0's tiles 0 .. end0 - 1, then part 1's 0 .. end1 - end0 - 1, then part 2's, in order (end1
+    past the tile count: two parts)."""
+    from torch_tk import _C
+    expect = [(0, t) for t in range(end0)] + [(1, t) for t in range(min(end1, total) - end0)]
+    expect += [(2, t) for t in range(total - min(end1, total))]
+    assert [tuple(_C.k_part(t, end0, end1)) for t in range(total)] == expect

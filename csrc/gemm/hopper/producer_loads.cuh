@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda.h>
 #include <cstdint>
+#include "../../kittens/common/k_parts.h"
 #include "../../kittens/common/raster.h"
 #include "../../kittens/common/swiglu.h"
 #include "../../kittens/hopper/mbarrier.cuh"
@@ -89,9 +90,8 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
     // (whole tiles: only the last part may end inside a tile, its columns / rows past K zero-filled).
     int part = 0, kx = k0;
     if constexpr (L::kKParts) {
-      const int t = kt + j;
-      part = t < u.k_part_end[0] ? 0 : t < u.k_part_end[1] ? 1 : 2;
-      kx = (t - (part == 0 ? 0 : part == 1 ? u.k_part_end[0] : u.k_part_end[1])) * L::BK;
+      const KPart kp = k_part(kt + j, u.k_part_end[0], u.k_part_end[1]);
+      part = kp.part, kx = kp.tile * L::BK;
     }
     if (!u.x_none)
       L::a_tile::load(sub, !L::kKParts || part == 0 ? u.map_x : part == 1 ? u.map_x2 : u.map_x3, &full[s], u.m0, kx,
