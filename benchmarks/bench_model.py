@@ -22,6 +22,9 @@ embedding in the GEMM's epilogue): H100 1.018 / 1.009 / 1.022 / 1.020 against 1.
 Since 2026-12-06h the MLP's gate / up and the attention's q / k / v backwards run as two GEMMs each
 (tk.linear_backward_cat; --no-cat-backward / --no-qkv-cat for the A/B): H100 1.016 / 1.013 against
 1.021 / 1.019 without, even within the spread (benchmarks/results/h100_2026-12-06h_cat_backward.txt).
+Since 2026-12-06i the q / k / v backward reads the three gradients in place (tk.linear_backward_parts;
+--no-qkv-parts: 2026-12-06h's Inductor cat): H100 1.021 / 1.031 / 1.028 / 1.033 against 1.008 / 1.031 /
+1.022 (alternating processes, benchmarks/results/h100_2026-12-06i_parts.txt).
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
