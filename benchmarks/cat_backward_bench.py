@@ -5,7 +5,8 @@
        in place, one GEMM for all dW; torch_tk/cat_backward.py);
   cat+copy: the same after torch.cat of the separate gradients (what a cat costs where they come apart);
   parts: tk.linear_backward_parts on the separate gradients (the K-parts GEMM reading them in place too,
-       one dW GEMM per layer).
+       one dW GEMM per layer);
+  dW x1 / dW each: the weight gradients alone, as cat's one GEMM or parts' one per layer.
 Cases: the SwiGLU MLP's gate / up (2 x intermediate rows) and the attention's q / k / v (3 x hidden).
 Operands are random (never zeros); cat's dX is checked against float64 first. Prints us per call
 (median of rounds) and each over sep.
@@ -39,7 +40,10 @@ def case(name, m, rows, k, dt, gen, args):
 
     fs = {"sep": sep, "cat": lambda: torch_tk.linear_backward_cat(g, ws, x)[0],
           "cat+copy": lambda: torch_tk.linear_backward_cat(torch.cat(parts, 1), ws, x)[0],
-          "parts": lambda: torch_tk.linear_backward_parts(parts, ws, x)[0]}
+          "parts": lambda: torch_tk.linear_backward_parts(parts, ws, x)[0],
+          # the weight gradients alone: one GEMM over the joint gradient (cat's) or one per layer (parts')
+          "dW x1": lambda: torch_tk.gemm(g.t(), x),
+          "dW each": lambda: [torch_tk.gemm(p.t(), x) for p in parts][-1]}
     ref = g.double() @ torch.cat(ws).double()
     for f in ("cat", "parts"):
         err = ((fs[f]().double() - ref).norm() / ref.norm()).item()
