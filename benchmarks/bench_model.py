@@ -24,7 +24,8 @@ Since 2026-12-06h the MLP's gate / up and the attention's q / k / v backwards ru
 1.021 / 1.019 without, even within the spread (benchmarks/results/h100_2026-12-06h_cat_backward.txt).
 Since 2026-12-06i the q / k / v backward reads the three gradients in place (tk.linear_backward_parts;
 --no-qkv-parts: 2026-12-06h's Inductor cat): H100 1.021 / 1.031 / 1.028 / 1.033 against 1.008 / 1.031 /
-1.022 (alternating processes, benchmarks/results/h100_2026-12-06i_parts.txt).
+1.022 (alternating processes, benchmarks/results/h100_2026-12-06i_parts.txt); 2026-12-06j 1.033 / 1.032 /
+1.032 (benchmarks/results/h100_2026-12-06j_checks.txt): median 1.032 over the seven sustained runs.
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
