@@ -8,10 +8,11 @@ shapes as (M, K, N = I); tk.swiglu_down_backward_cat (row pitch 2 I) and tk.line
 K-parts GEMM (two and three parts of B; three of A and B: tk.linear_backward_parts); each result checked against float64 (relative Frobenius norm). Exit status
 1 on a wrong result.
 
-    compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py [--kparts-only]
+    compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py [--kparts-only | --swiglu-only]
 
---kparts-only: the K-parts GEMM's cases alone (on a random joint gradient), for racecheck, which takes
-minutes over the whole set.
+--kparts-only: the K-parts GEMM's cases alone (on a random joint gradient); --swiglu-only: the SwiGLU
+GEMM and the SwiGLU backward GEMM alone (no RoPE, no K-parts) -- for racecheck, which takes minutes
+over the whole set.
 """
 import sys
 
@@ -43,7 +44,8 @@ def kparts_case(m, k, i, dt, x, wg, wu, both, both_ref):
 
 
 def main(argv=None):
-    kparts_only = "--kparts-only" in (sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    kparts_only, swiglu_only = "--kparts-only" in args, "--swiglu-only" in args
     if not (torch.cuda.is_available() and torch_tk.hopper_available()):
         print("sanitize_swiglu.py: needs a Hopper GPU", file=sys.stderr)
         return 2
@@ -75,6 +77,8 @@ def main(argv=None):
             ok = all(e < 1e-2 for e in errs)
             bad += not ok
             print(f"{m}x{k}x{i} {dt}: backward rel err d_gate/d_up {errs[0]:.1e} {errs[1]:.1e} {'ok' if ok else 'WRONG'}")
+            if swiglu_only:
+                continue
             # The RoPE GEMM: x (m x k) against I / 128 heads, tables of m shuffled positions.
             wq = (torch.randn(i, k, device="cuda") * k ** -0.5).to(dt)
             ang = torch.randperm(m, device="cuda").double().unsqueeze(1) * 10000.0 ** (
