@@ -165,9 +165,10 @@ struct gemm_layout {
 #endif
   // The SwiGLU backward's (epilogue_swiglu_grad.cuh) with GRAD_HELD > 0: d_gate, d_up of each
   // column round in turn (2 STORE_ROUNDS), the last GRAD_HELD of them held as well.
-  // TK_SWIGLU_GRAD_HELD (build define, A/B; not yet measured): 0, 2 or 4 held rounds.
+  // TK_SWIGLU_GRAD_HELD (build define, A/B): 0, 2 or 4 held rounds. 2 (H100 2026-12-06j, swiglu_grad_bench at
+  // bench_model's shapes, two alternating rounds, us per call, 2 / 0): 318.4 / 332.4 and 341.5 / 351.3.
 #ifndef TK_SWIGLU_GRAD_HELD
-#define TK_SWIGLU_GRAD_HELD 0
+#define TK_SWIGLU_GRAD_HELD 2
 #endif
   static constexpr int GRAD_HELD = kSwiGLUGrad ? TK_SWIGLU_GRAD_HELD : 0;
   static constexpr int EPI_ROUNDS = STORE_ROUNDS + (kSwiGLU ? 2 : 0) + (GRAD_HELD > 0 ? STORE_ROUNDS : 0);
