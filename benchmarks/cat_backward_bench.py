@@ -5,8 +5,9 @@
        in place, one GEMM for all dW; torch_tk/cat_backward.py);
   cat+copy: the same after torch.cat of the separate gradients (what a cat costs where they come apart);
   parts: tk.linear_backward_parts on the separate gradients (the K-parts GEMM reading them in place too,
-       one dW GEMM per layer);
-  dW x1 / dW each: the weight gradients alone, as cat's one GEMM or parts' one per layer.
+       and since 2026-12-07 the M-parts GEMM: one dW GEMM over them all, each read in place);
+  dW x1 / dW each: the weight gradients alone, as cat's one GEMM or one per layer (parts' form before
+       2026-12-07; parts against cat now shows what the M-parts GEMM costs against one plain GEMM).
 Cases: the SwiGLU MLP's gate / up (2 x intermediate rows) and the attention's q / k / v (3 x hidden).
 Operands are random (never zeros); cat's dX is checked against float64 first. Prints us per call
 (median of rounds) and each over sep.

@@ -11,8 +11,10 @@
 // no stacked copy, no sum of per-layer products), grad_weight = grad_output^T . input for all of them
 // at once ((sum of out_features) x in_features; the layers' gradients are its row blocks).
 // tk.linear_backward_parts: the same from one output gradient per layer (an attention's q / k / v,
-// torch_tk/rope.py): the K-parts GEMM reads each gradient in place too (no cat of them), the weight
-// gradients are one tk.gemm each.
+// torch_tk/rope.py): the K-parts GEMM reads each gradient in place too (no cat of them), and the weight
+// gradients are one GEMM as well ([g_0 | g_1 | ..]^T . input: the Hopper M-parts GEMM reads each g_i^T
+// in place by row range), returned as one tensor whose row blocks are the layers' gradients (a custom
+// op's outputs may not alias one another; torch_tk/cat_backward.py splits it).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
@@ -133,19 +135,35 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& gr
   return {grad_input_parts(op, grad_output, weights, input, rows, backend), dispatch_gemm(grad_output.t(), input)};
 }
 
-std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_core(at::TensorList grad_outputs,
-                                                                           at::TensorList weights,
-                                                                           const at::Tensor& input, KcatBackend backend) {
+std::tuple<at::Tensor, at::Tensor> linear_backward_parts_core(at::TensorList grad_outputs, at::TensorList weights,
+                                                              const at::Tensor& input, KcatBackend backend,
+                                                              MpartsBackend mparts) {
   const char* op = "tk.linear_backward_parts";
   const int64_t rows = check_weights(op, weights, input);
   TORCH_CHECK_VALUE(grad_outputs.size() == weights.size(), op, ": `grad_outputs` must hold one tensor per weight, got ",
                     num(int64_t(grad_outputs.size())), " for ", num(int64_t(weights.size())), " weights");
-  std::vector<at::Tensor> grad_weights;
   for (size_t i = 0; i < weights.size(); ++i)
     check_grad(op, grad_outputs[i], "grad_outputs[" + num(int64_t(i)) + "]", input, weights[i].size(0),
                "the weight's rows (out_features)");
-  for (size_t i = 0; i < weights.size(); ++i) grad_weights.push_back(dispatch_gemm(grad_outputs[i].t(), input));
-  return {grad_input_parts(op, grad_outputs, weights, input, rows, backend), std::move(grad_weights)};
+  // The weights' gradients: one M-parts GEMM, else one tk.gemm per weight and a cat of the results (a
+  // copy of the outputs, far smaller than a cat of the gradients when in_features < M; logged where no
+  // backend exists).
+  at::Tensor grad_weight;
+  if (weights.size() == 1) {
+    grad_weight = dispatch_gemm(grad_outputs[0].t(), input);
+  } else {
+    grad_weight = at::empty({rows, input.size(1)}, input.options());
+    const bool empty = grad_weight.numel() == 0 || input.size(0) == 0;
+    if (empty || mparts == nullptr || !mparts(grad_weight, grad_outputs, input)) {
+      if (!empty && mparts == nullptr && !input.device().is_cpu())
+        note_fallback(std::string(op) + ": no M-parts kernel on this backend (it is Hopper's): one tk.gemm per weight "
+                      "and a cat");
+      std::vector<at::Tensor> each;
+      for (const at::Tensor& g : grad_outputs) each.push_back(dispatch_gemm(g.t(), input));
+      grad_weight = at::cat(each, 0);
+    }
+  }
+  return {grad_input_parts(op, grad_outputs, weights, input, rows, backend), grad_weight};
 }
 
 std::tuple<at::Tensor, at::Tensor> linear_backward_cat_cpu(const at::Tensor& grad_output, at::TensorList weights,
@@ -153,10 +171,9 @@ std::tuple<at::Tensor, at::Tensor> linear_backward_cat_cpu(const at::Tensor& gra
   return linear_backward_cat_core(grad_output, weights, input, nullptr);
 }
 
-std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_cpu(at::TensorList grad_outputs,
-                                                                          at::TensorList weights,
-                                                                          const at::Tensor& input) {
-  return linear_backward_parts_core(grad_outputs, weights, input, nullptr);
+std::tuple<at::Tensor, at::Tensor> linear_backward_parts_cpu(at::TensorList grad_outputs, at::TensorList weights,
+                                                             const at::Tensor& input) {
+  return linear_backward_parts_core(grad_outputs, weights, input, nullptr, nullptr);
 }
 
 }  // namespace tk

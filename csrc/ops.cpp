@@ -185,7 +185,7 @@ TORCH_LIBRARY(tk, m) {
         {at::Tag::pt2_compliant_tag});
   m.def("linear_backward_cat(Tensor grad_output, Tensor[] weights, Tensor input) -> (Tensor, Tensor)",
         {at::Tag::pt2_compliant_tag});
-  m.def("linear_backward_parts(Tensor[] grad_outputs, Tensor[] weights, Tensor input) -> (Tensor, Tensor[])",
+  m.def("linear_backward_parts(Tensor[] grad_outputs, Tensor[] weights, Tensor input) -> (Tensor, Tensor)",
         {at::Tag::pt2_compliant_tag});
   m.def("linear_rope(Tensor input, Tensor weight, Tensor cos, Tensor sin) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("swiglu_mlp(Tensor input, Tensor gate_weight, Tensor up_weight, Tensor down_weight) -> (Tensor, Tensor, Tensor)",

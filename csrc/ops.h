@@ -97,11 +97,17 @@ using KcatBackend = bool (*)(at::Tensor& grad_input, at::TensorList grad_outputs
 std::tuple<at::Tensor, at::Tensor> linear_backward_cat_core(const at::Tensor& grad_output, at::TensorList weights,
                                                             const at::Tensor& input, KcatBackend backend);
 
+// tk.linear_backward_parts' second device hook: fills grad_weight ((sum of out_features) x in_features,
+// contiguous) with [grad_outputs side by side]^T . input, reading each output gradient in place; false
+// declines (one tk.gemm per weight and a cat of the results run; the backend notes why).
+using MpartsBackend = bool (*)(at::Tensor& grad_weight, at::TensorList grad_outputs, const at::Tensor& input);
+
 // tk.linear_backward_parts (csrc/linear_backward.cpp): the same from one output gradient per weight;
-// the weight gradients as a list (tk.gemm each).
-std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts_core(at::TensorList grad_outputs,
-                                                                           at::TensorList weights,
-                                                                           const at::Tensor& input, KcatBackend backend);
+// grad_input by `backend`, the weights' gradients as one (sum of out_features) x in_features tensor by
+// `mparts` (their row blocks, as tk.linear_backward_cat returns them).
+std::tuple<at::Tensor, at::Tensor> linear_backward_parts_core(at::TensorList grad_outputs, at::TensorList weights,
+                                                              const at::Tensor& input, KcatBackend backend,
+                                                              MpartsBackend mparts);
 
 // fp32-accumulate reference (fp64 stays fp64); used on CPU and as the visible CUDA fallback.
 void reference_matmul(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& c,

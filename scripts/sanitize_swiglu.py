@@ -5,12 +5,13 @@ and K tails, I with a half tile past it (384, 1280), units of one k tile (held r
 next unit's epilogue) and several units per CTA; also tk.linear_rope (the RoPE GEMM,
 epilogue_rope.cuh: cos / sin tables through the stage ring, then the held rounds) on the same
 shapes as (M, K, N = I); tk.swiglu_down_backward_cat (row pitch 2 I) and tk.linear_backward_cat's
-K-parts GEMM (two and three parts of B; three of A and B: tk.linear_backward_parts); each result checked against float64 (relative Frobenius norm). Exit status
-1 on a wrong result.
+K-parts GEMM (two and three parts of B; three of A and B: tk.linear_backward_parts, whose weight
+gradients run the M-parts GEMM: three parts of A by rows); each result checked against float64
+(relative Frobenius norm). Exit status 1 on a wrong result.
 
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py [--kparts-only | --swiglu-only]
 
---kparts-only: the K-parts GEMM's cases alone (on a random joint gradient); --swiglu-only: the SwiGLU
+--kparts-only: the K-parts and M-parts GEMMs' cases alone (on a random joint gradient); --swiglu-only: the SwiGLU
 GEMM and the SwiGLU backward GEMM (both outputs forms) alone, no RoPE, no K-parts -- for racecheck,
 which takes minutes over the whole set.
 """
@@ -37,12 +38,14 @@ def kparts_case(m, k, i, dt, x, wg, wu, both):
     g3 = torch.cat((both, torch.randn(m, 40, device="cuda", dtype=dt)), 1)
     ref2, ref3 = both.double() @ torch.cat((wg, wu)).double(), g3.double() @ torch.cat((wg, wu, w3)).double()
     parts = [t.contiguous() for t in torch.split(g3, [i, i, 40], 1)]
+    gi_parts, gw_parts = torch_tk.linear_backward_parts(parts, [wg, wu, w3], x)
     errs = [rel_err(torch_tk.linear_backward_cat(both, [wg, wu], x)[0], ref2),
             rel_err(torch_tk.linear_backward_cat(g3, [wg, wu, w3], x)[0], ref3),
-            rel_err(torch_tk.linear_backward_parts(parts, [wg, wu, w3], x)[0], ref3)]
+            rel_err(gi_parts, ref3),
+            rel_err(torch.cat(gw_parts), g3.double().t() @ x.double())]  # the M-parts GEMM (three parts of A)
     ok = all(e < 1e-2 for e in errs)
-    print(f"{m}x{k}x{i} {dt}: rel err K-parts 2 / 3 / 3 of A {errs[0]:.1e} {errs[1]:.1e} {errs[2]:.1e} "
-          f"{'ok' if ok else 'WRONG'}")
+    print(f"{m}x{k}x{i} {dt}: rel err K-parts 2 / 3 / 3 of A {errs[0]:.1e} {errs[1]:.1e} {errs[2]:.1e}, "
+          f"M-parts {errs[3]:.1e} {'ok' if ok else 'WRONG'}")
     return int(not ok)
 
 

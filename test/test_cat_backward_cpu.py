@@ -180,6 +180,8 @@ def test_parts_values_against_float64(dtype, m, rows, k):
     for g, w, gw in zip(gs, ws, gws):
         assert gw.shape == w.shape and gw.dtype == dtype and gw.is_contiguous()
         assert rel_err(gw, g.double().t() @ x.double()) < tol
+    _, gw_all = torch.ops.tk.linear_backward_parts(gs, ws, x)  # the op itself: one tensor, the blocks in order
+    assert torch.equal(gw_all, torch.cat(gws))
     gi_cat, _ = torch_tk.linear_backward_cat(torch.cat(gs, 1), ws, x)  # the one-tensor op: the same product
     assert torch.equal(gi, gi_cat)
 
@@ -210,10 +212,10 @@ def test_parts_errors_name_the_argument(make, exc, word):
 
 
 def test_parts_fake_shapes_and_double_backward():
-    with FakeTensorMode():
-        gi, gws = torch.ops.tk.linear_backward_parts([torch.empty(10, 4), torch.empty(10, 8)],
-                                                     [torch.empty(4, 6), torch.empty(8, 6)], torch.empty(10, 6))
-    assert gi.shape == (10, 6) and [tuple(g.shape) for g in gws] == [(4, 6), (8, 6)]
+    with FakeTensorMode():  # the op returns the weights' gradients as one tensor (their row blocks)
+        gi, gw = torch.ops.tk.linear_backward_parts([torch.empty(10, 4), torch.empty(10, 8)],
+                                                    [torch.empty(4, 6), torch.empty(8, 6)], torch.empty(10, 6))
+    assert gi.shape == (10, 6) and gw.shape == (12, 6)
     gs, ws, x = _parts_case(6, [3, 5], 4, torch.float64)
     args = [*[g.requires_grad_() for g in gs], *[w.requires_grad_() for w in ws], x.requires_grad_()]
 
@@ -253,3 +255,22 @@ def test_k_part_tiles_every_part_once(end0, end1, total):
     expect = [(0, t) for t in range(end0)] + [(1, t) for t in range(min(end1, total) - end0)]
     expect += [(2, t) for t in range(total - min(end1, total))]
     assert [tuple(_C.k_part(t, end0, end1)) for t in range(total)] == expect
+
+
+@pytest.mark.parametrize("rows", [[128, 128], [256, 128, 104], [2048, 512, 512], [128, 384, 8]])
+def test_m_part_row_tiles_stay_in_one_part(rows):
+    """The M-parts GEMM (producer_loads.cuh unit_loads) reads row tile t of the joint weight gradient
+    through part k_part(t, e0, e1).part's map at row 128 * k_part(...).tile, with e0 / e1 the parts'
+    ends in 128-row tiles (as launch_impl.cuh sets them): every row of every part is read by exactly
+    one tile at its own place, and no tile reads rows of two parts."""
+    from torch_tk import _C
+    bm, total = 128, sum(rows)
+    e0 = rows[0] // bm
+    e1 = (rows[0] + rows[1]) // bm if len(rows) == 3 else 2 ** 31 - 1
+    starts = [0, rows[0], rows[0] + (rows[1] if len(rows) == 3 else 0)]
+    seen = []
+    for t in range((total + bm - 1) // bm):
+        part, tile = _C.k_part(t, e0, e1)
+        assert starts[part] + tile * bm == t * bm  # the tile's rows at their joint place
+        seen += [(part, tile * bm + r) for r in range(bm) if tile * bm + r < rows[part]]
+    assert seen == [(p, r) for p in range(len(rows)) for r in range(rows[p])]

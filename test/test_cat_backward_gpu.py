@@ -1,5 +1,6 @@
-"""tk.linear_backward_cat on the Hopper kernels (grad_input on the K-parts GEMM, gemm_layout kKParts:
-each k tile of B through its part's TMA map) and tk.swiglu_down_backward_cat (the SwiGLU backward GEMM
+"""tk.linear_backward_cat / _parts on the Hopper kernels (grad_input on the K-parts GEMM, gemm_layout kKParts:
+each k tile of B through its part's TMA map; _parts' weight gradients on the M-parts GEMM, kMParts: each
+row tile of A through its part's map) and tk.swiglu_down_backward_cat (the SwiGLU backward GEMM
 storing d_gate | d_up into one tensor, launch.h GemmArgs::ldo): values against float64 on fresh random
 data with tails in M, N and the last part's K, outputs fully written (poisoned allocator, two calls
 bitwise equal), the visible fallback. (The whole MLP's gradients through them: test_swiglu_mlp_gpu.py.)"""
@@ -79,20 +80,42 @@ def _split(g, rows):  # the joint gradient's column blocks as tensors of their o
 @needs_hopper
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("m,rows,k", [
-    (100, [128, 72], 40), (1000, [192, 64, 104], 1000), (8192, [2048, 2048, 2048], 2048), (8192 + 37, [640, 8], 2056)])
+    (100, [128, 72], 40), (1000, [256, 128, 104], 1000), (4097, [128, 384, 8], 264), (8192, [2048, 2048, 2048], 2048),
+    (8192 + 37, [640, 8], 2056)])
 def test_parts_values(dtype, m, rows, k):
-    """The K-parts GEMM reading each gradient through its own map: values against float64, outputs
-    fully written, and the bits of the one-tensor op (the same k tiles summed in the same order)."""
+    """The K-parts GEMM reading each gradient through its own map, and the M-parts GEMM the weight
+    gradients ([g_0 | g_1 | ..]^T x, each g_i^T through its own map by row range): values against
+    float64 with tails in M (the last part's rows), N (in_features) and K (tokens), outputs fully written,
+    and the input gradient's bits those of the one-tensor op (the same k tiles summed in the same order)."""
     g, ws, x = _case(m, rows, k, dtype)
     gs, es = _split(g, rows), g.element_size()
     with KernelWatch() as w:
         gi, *gws = twice_poisoned(lambda: (lambda r: (r[0], *r[1]))(torch_tk.linear_backward_parts(gs, ws, x)),
-                                  (m * k * es, *(r * k * es for r in rows)))
-    w.assert_hopper(2 * (1 + len(rows)))  # two calls of the K-parts GEMM and one weight-gradient GEMM per part
+                                  (m * k * es, sum(rows) * k * es))
+    w.assert_hopper(2 * 2)  # two calls of the K-parts GEMM and of the M-parts GEMM
     assert rel_err(gi, g.double() @ torch.cat(ws).double()) < TOL[dtype]
     for gp, gw in zip(gs, gws):
-        assert rel_err(gw, gp.double().t() @ x.double()) < TOL[dtype]
-    assert torch.equal(gi, torch_tk.linear_backward_cat(g, ws, x)[0])  # (the weight gradients' plans may differ)
+        assert gw.is_contiguous() and rel_err(gw, gp.double().t() @ x.double()) < TOL[dtype]
+    assert torch.equal(gi, torch_tk.linear_backward_cat(g, ws, x)[0])
+    plan = torch_tk._C.hopper_dispatch_plan(sum(rows), k, m, layout="TN")
+    if (plan["bm"], plan["bn"], plan["splits"], plan["cluster"], plan["sk_tiles"], plan["swap_ab"]) == (128, 256, 1, 1, 0, False):
+        # tk.gemm on the joint gradient runs the same tiles, unsplit: the same sums in the same order
+        assert torch.equal(torch.cat(gws), torch_tk.gemm(g.t(), x))
+
+
+@needs_hopper
+def test_parts_not_whole_row_tiles_fall_back_visibly():
+    """A gradient (but the last) with columns not a multiple of 128 (the M-parts GEMM's row tiles):
+    one tk.gemm per weight and a cat, noted; the K-parts GEMM still runs."""
+    g, ws, x = _case(1000, [192, 64, 104], 1000, torch.bfloat16)
+    gs = _split(g, [192, 64, 104])
+    with KernelWatch() as w:
+        gi, gws = torch_tk.linear_backward_parts(gs, ws, x)
+    assert any("_parts" in r and "multiple of 128" in r for r in torch_tk.fallback_reasons())
+    assert w.delta["hopper"] >= 4  # the K-parts GEMM and the three weight gradients on the kernels
+    assert rel_err(gi, g.double() @ torch.cat(ws).double()) < TOL[torch.bfloat16]
+    for gp, gw in zip(gs, gws):
+        assert rel_err(gw, gp.double().t() @ x.double()) < TOL[torch.bfloat16]
 
 
 @needs_hopper

@@ -126,10 +126,13 @@ def linear_backward_parts(grad_outputs, weights, input):
 
     ``grad_input = sum_i grad_outputs[i] @ weights[i]`` as one product (the K-parts GEMM reads every
     gradient and every weight in place through its own TMA maps: no cat of the gradients, no stacked
-    copy of the weights, no per-layer products to sum), ``grad_weights[i] = grad_outputs[i].T @ input``
-    (one GEMM each). Why: an attention's q / k / v gradients come from three kernels (RoPE's inverse
-    rotation for q and k, the attention backward for v); side by side in one tensor they cost an
-    Inductor cat (torch_tk/rope.py, benchmarks/NOTES.md 2026-12-06h).
+    copy of the weights, no per-layer products to sum), and ``grad_weights[i] = grad_outputs[i].T @
+    input`` as one product too (the M-parts GEMM: ``[g_0 | g_1 | ..].T @ input``, each ``g_i.T`` read
+    in place through its own TMA map by row range; one launch and one partly idle last wave instead
+    of one per weight: benchmarks/NOTES.md 2026-12-06j placed ~15 us per q / k / v backward there).
+    Why: an attention's q / k / v gradients come from three kernels (RoPE's inverse rotation for q
+    and k, the attention backward for v); side by side in one tensor they cost an Inductor cat
+    (torch_tk/rope.py, benchmarks/NOTES.md 2026-12-06h).
 
     Args:
         grad_outputs: list of (M, out_features_i) tensors, one per weight, in the order of ``weights``.
@@ -137,8 +140,10 @@ def linear_backward_parts(grad_outputs, weights, input):
         input: (M, in_features) tensor. All of one dtype (bfloat16/float16 on the kernels,
             float32/float64 on the reference) and one device.
     Returns:
-        (grad_input (M, in_features), grad_weights: list of (out_features_i, in_features)): new
-        contiguous tensors of the input dtype.
+        (grad_input (M, in_features), grad_weights: list of (out_features_i, in_features)) of the
+        input dtype: grad_input a new contiguous tensor, grad_weights the row blocks (contiguous
+        views) of one new (sum of out_features, in_features) tensor, which the op
+        ``torch.ops.tk.linear_backward_parts`` returns whole (a custom op's outputs may not alias).
     Raises:
         ValueError: empty lists, list lengths that differ, tensors not 2-D, sizes that do not match,
             different devices.
@@ -146,13 +151,19 @@ def linear_backward_parts(grad_outputs, weights, input):
     The K-parts kernel takes 2 or 3 parts: contiguous, 16-B aligned 16-bit gradients and weights,
     every weight's row count but the last's a multiple of 64, the gradients' columns and in_features
     multiples of 8, on sm_90; otherwise grad_input is ``tk.gemm(torch.cat(grad_outputs, 1),
-    torch.cat(weights))`` (stacked copies; noted in ``torch_tk.fallback_reasons()`` on a GPU).
+    torch.cat(weights))`` (stacked copies). The M-parts kernel takes 2 or 3 contiguous, 16-B aligned
+    16-bit gradients whose columns are multiples of 8 (all but the last's multiples of 128) and a
+    contiguous, 16-B aligned input with in_features a multiple of 8, on sm_90; otherwise the weight
+    gradients are one ``tk.gemm`` each and a ``torch.cat`` of them. Both fallbacks are noted in
+    ``torch_tk.fallback_reasons()`` on a GPU.
     """
     op = torch.ops.tk.linear_backward_parts.default
     args = (list(grad_outputs), list(weights), input)
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in args[0] + args[1]):
-        return op(*args)  # (through autograd: _call_op looks at tensor arguments only)
-    return _ops._call_op(op, *args)
+        gi, gw = op(*args)  # (through autograd: _call_op looks at tensor arguments only)
+    else:
+        gi, gw = _ops._call_op(op, *args)
+    return gi, list(torch.split(gw, [w.shape[0] for w in weights]))
 
 
 def _check_parts(grad_outputs, weights, input):
@@ -169,13 +180,15 @@ def _check_parts(grad_outputs, weights, input):
 def fake_parts(grad_outputs, weights, input):
     """Shapes only (tk.linear_backward_parts' fake, registered in torch_tk/ops.py)."""
     _check_parts(grad_outputs, weights, input)
-    return input.new_empty(input.shape), [input.new_empty(w.shape) for w in weights]
+    rows = sum(w.shape[0] for w in weights)
+    return input.new_empty(input.shape), input.new_empty((rows, input.shape[1]))
 
 
 def _parts_setup(ctx, inputs, output):
     grads, weights, input = inputs
     ctx.set_materialize_grads(False)
     ctx.n = len(weights)
+    ctx.rows = [w.shape[0] for w in weights]
     ctx.save_for_backward(input, *grads, *weights)
 
 
@@ -183,13 +196,14 @@ def _any(need):
     return need if isinstance(need, bool) else any(need)
 
 
-def _parts_backward(ctx, d_gi, d_gws):
-    # grad_input = sum_i g_i W_i and grad_weights[i] = g_i^T x, so dg_i = d_gi W_i^T + x d_gw_i^T,
-    # dW_i = g_i^T d_gi, dx = sum_i g_i d_gw_i.
+def _parts_backward(ctx, d_gi, d_gw_all):
+    # grad_input = sum_i g_i W_i and grad_weight's row block i = g_i^T x, so dg_i = d_gi W_i^T + x d_gw_i^T,
+    # dW_i = g_i^T d_gi, dx = sum_i g_i d_gw_i (d_gw_i: the incoming gradient's row block i).
     x, *rest = ctx.saved_tensors
     gs, ws = rest[:ctx.n], rest[ctx.n:]
     need_g, need_w, need_x = (_any(n) for n in ctx.needs_input_grad)
     dgs, dws, dx = [None] * ctx.n, [None] * ctx.n, None
+    d_gws = torch.split(d_gw_all, ctx.rows) if d_gw_all is not None else None
     for i in range(ctx.n):
         if d_gi is not None:
             dgs[i], dws[i] = _ops._mm_grads(gs[i], ws[i], d_gi, need_g, need_w)
@@ -217,8 +231,7 @@ if not _C.has_cuda_kernels:  # a build without nvcc: both ops on the reference, 
 
     def _cuda_ref_parts(grad_outputs, weights, input):
         _check_parts(grad_outputs, weights, input)
-        gi, _ = _cuda_ref(torch.cat(list(grad_outputs), 1), weights, input)
-        return gi, [_ref(g.t(), input) for g in grad_outputs]
+        return _cuda_ref(torch.cat(list(grad_outputs), 1), weights, input)
 
     _ops._cuda_lib.impl("linear_backward_cat", _cuda_ref, "CUDA")
     _ops._cuda_lib.impl("linear_backward_parts", _cuda_ref_parts, "CUDA")

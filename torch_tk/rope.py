@@ -148,7 +148,8 @@ def linear_qkv_rope(input: torch.Tensor, q_weight: torch.Tensor, k_weight: torch
     kernels and bits as those three calls. One op so that the backward is one unit: dL/dq and dL/dk
     rotated back and dL/dv go to ``tk.linear_backward_parts``: the input gradient as one K-parts GEMM
     reading the three gradients and the three weights in place (no cat, no per-projection products
-    to sum), the weight gradients one GEMM each (``QKV_PARTS``).
+    to sum), the weight gradients as one M-parts GEMM reading the three gradients in place too
+    (``QKV_PARTS``).
 
     Args: input (*, K); q_weight (Nq, K), k_weight (Nk, K), v_weight (Nv, K); cos, sin as
         :func:`linear_rope`'s. Returns: (q (*, Nq), k (*, Nk), v (*, Nv)), contiguous.
@@ -188,9 +189,9 @@ def _qkv_backward(ctx, dq, dk, dv):
              dv.reshape(-1, wv.shape[0]).to(wq.dtype))
     need_x, need_w = ctx.needs_input_grad[0], any(ctx.needs_input_grad[1:4])
     if QKV_PARTS and need_x and need_w:
-        dx, dws = _ops._call_op(torch.ops.tk.linear_backward_parts.default, [p.contiguous() for p in parts],
-                                [wq, wk, wv], x2d)
-        return dx.reshape(input.shape), *dws, None, None
+        dx, dw = _ops._call_op(torch.ops.tk.linear_backward_parts.default, [p.contiguous() for p in parts],
+                               [wq, wk, wv], x2d)
+        return dx.reshape(input.shape), *torch.split(dw, [wq.shape[0], wk.shape[0], wv.shape[0]]), None, None
     d_cat = torch.cat(parts, -1)
     dx = dw = None
     if need_x and need_w:  # (the op's inputs share one dtype)

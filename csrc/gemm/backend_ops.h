@@ -53,9 +53,10 @@ inline hopper::GemmArgs make_gemm_args(const Operand& A, const Operand& B, const
 
 // tk.gemm / tk.addmm / tk.linear / tk.gemm_pair running `Backend`, tk.linear_swiglu running
 // `SwiBackend`, tk.swiglu_down_backward(_cat) `GradBackend`, tk.linear_rope `RopeBack`,
-// tk.linear_backward_cat's / _parts' input gradient `KcatBack` (any may decline, or be null: then the reference runs).
+// tk.linear_backward_cat's / _parts' input gradient `KcatBack`, tk.linear_backward_parts' weight gradients
+// `MpartsBack` (any may decline, or be null: then the reference runs).
 template <MatmulBackend Backend, SwiGLUBackend SwiBackend = nullptr, SwiGLUGradBackend GradBackend = nullptr,
-          RopeBackend RopeBack = nullptr, KcatBackend KcatBack = nullptr>
+          RopeBackend RopeBack = nullptr, KcatBackend KcatBack = nullptr, MpartsBackend MpartsBack = nullptr>
 struct BackendOps {
   static at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, std::optional<at::ScalarType> out_dtype) {
     static const ArgNames names{"tk.gemm", "a", "b", "self"};
@@ -89,10 +90,9 @@ struct BackendOps {
                                                                 const at::Tensor& input) {
     return linear_backward_cat_core(grad_output, weights, input, KcatBack);
   }
-  static std::tuple<at::Tensor, std::vector<at::Tensor>> linear_backward_parts(at::TensorList grad_outputs,
-                                                                              at::TensorList weights,
-                                                                              const at::Tensor& input) {
-    return linear_backward_parts_core(grad_outputs, weights, input, KcatBack);
+  static std::tuple<at::Tensor, at::Tensor> linear_backward_parts(at::TensorList grad_outputs, at::TensorList weights,
+                                                                  const at::Tensor& input) {
+    return linear_backward_parts_core(grad_outputs, weights, input, KcatBack, MpartsBack);
   }
   static at::Tensor linear_rope(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& cos,
                                 const at::Tensor& sin) {

@@ -428,6 +428,39 @@ bool hopper_kcat_backend(at::Tensor& out, at::TensorList gs, at::TensorList ws) 
   return true;
 }
 
+// tk.linear_backward_parts' weight gradients on the M-parts GEMM (launch.h GemmArgs::m_part_end):
+// [G_0 | G_1 | G_2]^T . X, each G_i (M x out_i, row-major: G_i^T column-major) read in place by row
+// range of the product, X (M x in_features, row-major: the GEMM's B row-major); every part but the last
+// a whole number of 128-row tiles.
+bool hopper_mparts_backend(at::Tensor& out, at::TensorList gs, const at::Tensor& x) {
+  bool parts_ok = gs.size() >= 2 && gs.size() <= 3;
+  int64_t rows = 0;
+  for (size_t i = 0; parts_ok && i < gs.size(); ++i) {
+    parts_ok = gs[i].is_contiguous() && aligned16(gs[i]) && gs[i].size(1) > 0 && gs[i].size(1) % 8 == 0 &&
+               (i + 1 == gs.size() || gs[i].size(1) % 128 == 0);
+    rows += gs[i].size(1);
+  }
+  const char* why = !is_sm90(x.get_device()) ? "the GPU is not sm_90 (Hopper); the kernels need sm_90a"
+                    : (x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf)
+                        ? "tk.linear_backward_parts: dtype is not bfloat16/float16"
+                    : !parts_ok ? "tk.linear_backward_parts: the M-parts GEMM takes 2 or 3 contiguous, 16-B aligned "
+                                  "output gradients with columns a multiple of 8, all but the last a multiple of 128"
+                    : (!x.is_contiguous() || !aligned16(x) || x.size(1) % 8 != 0)
+                        ? "tk.linear_backward_parts: input must be contiguous and 16-B aligned with in_features % 8 == 0"
+                    : (x.size(0) > INT_MAX || rows > INT_MAX || x.size(1) > INT_MAX)
+                        ? "tk.linear_backward_parts: a dimension exceeds 2^31-1"
+                        : nullptr;
+  if (!accepted(why)) return false;
+  hopper::GemmArgs g = fixed_args(x, x, true, x.size(1));  // (B = x; A set below)
+  g.a = gs[0].data_ptr(), g.lda = gs[0].size(1), g.a_mn = true;
+  g.M = int(rows), g.K = int(x.size(0));
+  g.out = out.data_ptr();
+  g.m_part_end[0] = gs[0].size(1), g.m_part_end[1] = gs.size() == 3 ? gs[0].size(1) + gs[1].size(1) : rows;
+  for (size_t i = 1; i < gs.size(); ++i) g.a_parts[i - 1] = gs[i].data_ptr(), g.a_parts_ld[i - 1] = gs[i].size(1);
+  launch_fixed_256(g, x.get_device(), "M-parts GEMM");
+  return true;
+}
+
 }  // namespace
 
 bool hopper_available(int device) { return is_sm90(device); }
@@ -451,5 +484,5 @@ const char* hopper_store_variant() {
 
 TORCH_LIBRARY_IMPL(tk, CUDA, m) {
   tk::BackendOps<&tk::hopper_backend, &tk::hopper_swiglu_backend, &tk::hopper_swiglu_grad_backend,
-                 &tk::hopper_rope_backend, &tk::hopper_kcat_backend>::register_impls(m);
+                 &tk::hopper_rope_backend, &tk::hopper_kcat_backend, &tk::hopper_mparts_backend>::register_impls(m);
 }

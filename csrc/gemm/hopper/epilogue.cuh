@@ -53,7 +53,8 @@ struct Epilogue {
   // BN floats) and one zeroed ready flag per (CTA, consumer warpgroup).
   // sk_parts: the CTAs the tail's iterations are dealt to (stream_k.h; 0: all of gridDim.x).
   // The K-parts kernels (gemm_layout kKParts, no stream-K) carry here the k tiles where Y's first and
-  // second parts end (producer_loads.cuh unit_loads): a field of their own spilled 4 B in two clustered kernels.
+  // second parts end (producer_loads.cuh unit_loads): a field of their own spilled 4 B in two clustered kernels;
+  // the M-parts kernels (kMParts) the row tiles where X's first and second parts end.
   int sk_tiles = 0, sk_parts = 0;
   int* ready_flags = nullptr;
   // Fused split-K (split_reduce_slice): the splits of a tile finish the sum among themselves.

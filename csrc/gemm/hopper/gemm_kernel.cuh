@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
     tma_prefetch_desc(&tm_b);
     if (L::kXTail && ep.x_tail_rows > 0) tma_prefetch_desc(&tm_a_tail);
     if ((L::kYTail && ep.y_tail_rows > 0) || L::kKParts) tma_prefetch_desc(&tm_b_tail);
-    if (L::kKParts) tma_prefetch_desc(&tm_a_tail), tma_prefetch_desc(&tm_x3);
+    if (L::kKParts || L::kMParts) tma_prefetch_desc(&tm_a_tail), tma_prefetch_desc(&tm_x3);
   };
   // Early start (unclustered kernels; ep.early_start, TK_HOPPER_EARLY_START): the producer thread issues
   // its first loads right after initialising the barriers; the producer warpgroup only arrives at the start

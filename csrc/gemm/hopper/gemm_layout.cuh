@@ -39,6 +39,11 @@ using namespace kittens::hopper;
 // matrices side by side along K and Y up to three row-major matrices stacked along K, each k tile of
 // both loaded through its part's maps (part ends: Epilogue::sk_tiles / sk_parts); the ordinary
 // epilogue; 128 x 256 unclustered tiles, row-major X and Y (a fused projection's dX).
+// SWIGLU_ 5: the M-parts mainloop (producer_loads.cuh unit_loads): X is up to three MN-major matrices
+// stacked along M (whole 128-row tiles each but the last), each unit's X loaded through its part's
+// map (part ends in row tiles: Epilogue::sk_tiles / sk_parts); the ordinary epilogue; 128 x 256
+// unclustered tiles, MN-major X and Y (the joint weight gradient of layers sharing an input, read
+// from their separate output gradients: [G_0 | G_1 | G_2]^T . X).
 template <typename T, typename OutT, bool XMn, bool YMn, int BN_, int CLUSTER_ = 1, bool STREAM_K_ = false,
           int BM_ = 128, int WG_ROWS_ = 64, bool RING_STAGING_ = false, int SWIGLU_ = 0>
 struct gemm_layout {
@@ -52,7 +57,11 @@ struct gemm_layout {
                                    (CLUSTER_ == 1 || (WG_ROWS_ == 128 && BN_ == 128))),
                 "ring staging: one-warpgroup 128-row tiles and 64-row token tiles, unclustered (or 128 x 128 pairs)");
   static constexpr bool kRingStaging = RING_STAGING_;
-  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2, kRope = SWIGLU_ == 3, kKParts = SWIGLU_ == 4;
+  static constexpr bool kSwiGLU = SWIGLU_ == 1, kSwiGLUGrad = SWIGLU_ == 2, kRope = SWIGLU_ == 3, kKParts = SWIGLU_ == 4,
+                        kMParts = SWIGLU_ == 5;
+  static_assert(SWIGLU_ != 5 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && XMn &&
+                                 YMn && !RING_STAGING_ && sizeof(OutT) == 2),
+                "M-parts mainloop: 128 x 256 unclustered tiles, MN-major X and Y, 16-bit output");
   static_assert(SWIGLU_ != 4 || (BM_ == 128 && BN_ == 256 && CLUSTER_ == 1 && !STREAM_K_ && WG_ROWS_ == 64 && !XMn &&
                                  YMn && !RING_STAGING_ && sizeof(OutT) == 2),
                 "K-parts mainloop: 128 x 256 unclustered tiles, row-major X and Y, 16-bit output");
@@ -156,9 +165,10 @@ struct gemm_layout {
 #endif
   // The SwiGLU backward's (epilogue_swiglu_grad.cuh) with GRAD_HELD > 0: d_gate, d_up of each
   // column round in turn (2 STORE_ROUNDS), the last GRAD_HELD of them held as well.
-  // TK_SWIGLU_GRAD_HELD (build define, A/B; not yet measured): 0, 2 or 4 held rounds.
+  // TK_SWIGLU_GRAD_HELD (build define, A/B): 0, 2 or 4 held rounds. 2 (H100 2026-12-06j, swiglu_grad_bench at
+  // bench_model's shapes, two alternating rounds, us per call, 2 / 0): 318.4 / 332.4 and 341.5 / 351.3.
 #ifndef TK_SWIGLU_GRAD_HELD
-#define TK_SWIGLU_GRAD_HELD 0
+#define TK_SWIGLU_GRAD_HELD 2
 #endif
   static constexpr int GRAD_HELD = kSwiGLUGrad ? TK_SWIGLU_GRAD_HELD : 0;
   static constexpr int EPI_ROUNDS = STORE_ROUNDS + (kSwiGLU ? 2 : 0) + (GRAD_HELD > 0 ? STORE_ROUNDS : 0);
@@ -214,7 +224,8 @@ struct gemm_layout {
   // (The RoPE kernel's tail maps carry its cos / sin tables: a last column tile past N takes whole,
   // zero-filled Y boxes.)
   // (The K-parts kernel's X tail map carries X's second part: a last row tile past M takes whole,
-  // zero-filled X boxes.)
+  // zero-filled X boxes. The M-parts kernel's X is MN-major, which has no tail map: the slot carries
+  // X's second part there too.)
   static constexpr bool kXTail = !XMn && !kKParts, kYTail = !YMn && (CLUSTER_ == 1 || kYSliceTail) && !kRope;
   static constexpr int Y_SLICE_ROWS = BN_ / CLUSTER_;  // rows of Y each CTA of a cluster loads
   static_assert(STAGES >= 3, "pipeline too shallow");

@@ -83,6 +83,13 @@ struct GemmArgs {
   const void* a_parts[2] = {nullptr, nullptr};
   int64_t a_parts_ld[2] = {0, 0};
   int64_t k_part_end[2] = {0, 0};
+  // The M-parts GEMM (gemm_layout kMParts): with m_part_end[0] > 0, A (M x K, column-major) is up to
+  // three matrices stacked along M: rows [0, m_part_end[0]) at `a` (ld = lda), [m_part_end[0],
+  // m_part_end[1]) at a_parts[0] and [m_part_end[1], M) at a_parts[1] (null for two parts, then
+  // m_part_end[1] = M), pitches a_parts_ld, each 16-B aligned; the part ends are multiples of 128
+  // (whole row tiles). Needs a 128 x 256 plan, unswapped, unsplit, unclustered, no stream-K,
+  // column-major A, row-major B and a 16-bit output (the weight gradient of layers sharing an input).
+  int64_t m_part_end[2] = {0, 0};
   // The SwiGLU backward GEMM's output row pitch in elements (0: N), for d_gate and d_up side by side
   // in one M x 2N buffer (`swiglu_du` = `out` + N; tk.swiglu_down_backward_cat). Other GEMMs: 0.
   int64_t ldo = 0;

@@ -93,8 +93,10 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   const uint64_t K = uint64_t(g.K);
   // X: K-major map dims {K, rows}; MN-major dims {rows, K}. Y likewise with cols.
   // (The K-parts kernel's X map covers X's first part: its columns may be a matrix of their own.)
+  // (The M-parts kernel's X map covers X's first part: its rows may be a matrix of their own.)
   const uint64_t kx = L::kKParts ? uint64_t(g.k_part_end[0]) : K;
-  const gl2d gx = L::kAMn ? gl2d{op.x, uint64_t(op.rows), kx, uint64_t(op.ldx), 2} : gl2d{op.x, kx, uint64_t(op.rows), uint64_t(op.ldx), 2};
+  const uint64_t rx = L::kMParts ? uint64_t(g.m_part_end[0]) : uint64_t(op.rows);
+  const gl2d gx = L::kAMn ? gl2d{op.x, rx, kx, uint64_t(op.ldx), 2} : gl2d{op.x, kx, rx, uint64_t(op.ldx), 2};
   const gl2d gy = L::kBMn ? gl2d{op.y, uint64_t(op.cols), K, uint64_t(op.ldy), 2} : gl2d{op.y, K, uint64_t(op.cols), uint64_t(op.ldy), 2};
   if (!tma_describable(gx) || !tma_describable(gy)) return "an operand cannot be described by a TMA descriptor";
   CUtensorMap tx, ty;
@@ -107,7 +109,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   // Tail maps (gemm_layout::kXTail / kYTail): the last row / column tile's rows inside the tensor
   // as one exact box. TK_HOPPER_TAIL_BOX=0 (A/B): full boxes, zero-filled past the tensor.
   static const bool tail_boxes = env_flag("TK_HOPPER_TAIL_BOX", true);
-  CUtensorMap tx_tail = tx, ty_tail = ty, tx3 = tx;  // (tx3: the K-parts kernel's X third part, else unread)
+  CUtensorMap tx_tail = tx, ty_tail = ty, tx3 = tx;  // (tx3: the K- / M-parts kernels' X third part, else unread)
   const int x_tail_rows = tail_boxes && L::kXTail ? op.rows % L::BM : 0;
   // Sliced in a cluster (gemm_layout kYSliceTail): the rows of the slice that ends past cols, or a
   // whole slice when none does (> 0 marks tail boxes on; producer_loads.cuh unit_loads).
@@ -285,6 +287,25 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
       return "the K-parts GEMM needs an unswapped plan and TMA-describable parts of A and B ending at multiples of 64 "
              "columns / rows";
     ep.sk_tiles = int(e0 / L::BK), ep.sk_parts = three ? int(e1 / L::BK) : 0x7fffffff;  // (epilogue.cuh says why there)
+  }
+  if constexpr (L::kMParts) {
+    // X's parts (MN-major: {rows, K} maps, the operand's boxes): the first in tx (gx above), the second
+    // in tx_tail's place (an MN-major X has no tail map), the third in tx3 (producer_loads.cuh
+    // unit_loads). Each map ends at its part's rows; a unit reads one part (whole row tiles), the last
+    // past M zero-filled.
+    const uint64_t e0 = uint64_t(g.m_part_end[0]), e1 = uint64_t(g.m_part_end[1]), m = uint64_t(op.rows);
+    const bool three = g.a_parts[1] != nullptr;
+    const gl2d x1{g.a_parts[0], e1 - e0, K, uint64_t(g.a_parts_ld[0]), 2},
+        x2{g.a_parts[1], m - e1, K, uint64_t(g.a_parts_ld[1]), 2};
+    auto part_map = [&](CUtensorMap* map, const gl2d& gp) {
+      return reinterpret_cast<uintptr_t>(gp.ptr) % 16 == 0 && tma_describable(gp) &&
+             make_tma_desc(map, gp, tma_dtype<T>(), L::a_tile::kBoxInner, L::a_tile::kBoxOuter,
+                           operand_promo(gp.ld * sizeof(T))) == CUDA_SUCCESS;
+    };
+    if (p.swap_ab || e0 == 0 || e0 % L::BM != 0 || e1 <= e0 || e1 > m || (three ? e1 % L::BM != 0 || e1 == m : e1 != m) ||
+        g.a_parts[0] == nullptr || !part_map(&tx_tail, x1) || (three && !part_map(&tx3, x2)))
+      return "the M-parts GEMM needs an unswapped plan and TMA-describable parts of A ending at multiples of 128 rows";
+    ep.sk_tiles = int(e0 / L::BM), ep.sk_parts = three ? int(e1 / L::BM) : 0x7fffffff;  // (epilogue.cuh)
   }
   // Split-K partials through the staging buffers and a 3-D TMA map {N, M, splits} over the fp32
   // workspace (epilogue_split_k.cuh store_unit_partial_tma) where it is describable: rows of N floats a
@@ -492,6 +513,16 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
           return "the K-parts GEMM needs row-major A and B and a 16-bit output";
         }
       }
+      if (g.m_part_end[0] > 0) {  // the M-parts mainloop (launch.h GemmArgs::m_part_end)
+        if constexpr (XMn && YMn && sizeof(OutT) == 2) {
+          const GemmPlan& p = g.plan;
+          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+            return "the M-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
+          return detail::launch_layout<gemm_layout<T, OutT, true, true, 256, 1, false, 128, 64, false, 5>>(g, op, s);
+        } else {
+          return "the M-parts GEMM needs column-major A, row-major B and a 16-bit output";
+        }
+      }
       if (g.plan.cluster == 2) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 2>>(g, op, s);
       if (g.plan.sk_tiles > 0) return detail::launch_layout<gemm_layout<T, OutT, XMn, YMn, BN, 1, true>>(g, op, s);
     }
@@ -524,9 +555,10 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
 template <typename T, typename OutT, int BN, int BM>
 const char* launch_family(const GemmArgs& g, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr || g.rope_cos != nullptr || g.b_parts[0] != nullptr) &&
+  if ((g.swiglu_h != nullptr || g.swiglu_gu != nullptr || g.rope_cos != nullptr || g.b_parts[0] != nullptr ||
+       g.m_part_end[0] > 0) &&
       (BN != 256 || BM != 128))
-    return "the SwiGLU, RoPE and K-parts kernels run on 128 x 256 tiles only";
+    return "the SwiGLU, RoPE, K-parts and M-parts kernels run on 128 x 256 tiles only";
   // swap-AB: X = B^T (N x K; MN-major exactly when B is row-major), Y = A^T (K x M; MN-major
   // exactly when A is column-major).
   const bool swap = g.plan.swap_ab;

@@ -24,6 +24,7 @@ struct UnitLoads {
   const CUtensorMap* map_x3;
   int k_part_end[2];          // K-parts kernels: the k tiles where the first / second parts end
   int m0, n0;                // first row of X / column of Y of this CTA's tile
+  int x_row;                 // X's first row in map_x: m0, or (M-parts kernels) the tile's row within its part
   uint32_t stage_tx;         // bytes a stage's full barrier expects (zero-filled ones past K included)
   bool x_none;               // a cluster's CTA past the last row tile: no X load
   bool y_none;               // gemm_layout kYSliceTail: this CTA's slice of Y lies wholly past N: no Y load
@@ -48,6 +49,12 @@ __device__ __forceinline__ UnitLoads unit_loads(const WorkUnit& w, int rank, int
   if constexpr (L::kKParts) {  // (no X tail map: gemm_layout)
     u.map_y3 = tm_out_tail, u.map_x2 = tm_a_tail, u.map_x3 = tm_x3;
     u.k_part_end[0] = ep.sk_tiles, u.k_part_end[1] = ep.sk_parts;
+  }
+  u.x_row = u.m0;
+  if constexpr (L::kMParts) {  // the part holding the tile's rows (whole row tiles: gemm_layout), in its own map
+    const KPart mp = k_part(w.tile.m, ep.sk_tiles, ep.sk_parts);
+    u.map_x = mp.part == 0 ? tm_a : mp.part == 1 ? tm_a_tail : tm_x3;
+    u.x_row = mp.tile * L::BM;
   }
   // Bytes of one K-major row of a k tile (128 B) times the rows loaded.
   constexpr uint32_t kXRow = L::a_tile::kBytes / L::BM, kYRow = L::b_tile::kBytes / L::BN;
@@ -94,7 +101,7 @@ __device__ __forceinline__ void issue_stage(uint8_t* smem, uint64_t* full, int s
       part = kp.part, kx = kp.tile * L::BK;
     }
     if (!u.x_none)
-      L::a_tile::load(sub, !L::kKParts || part == 0 ? u.map_x : part == 1 ? u.map_x2 : u.map_x3, &full[s], u.m0, kx,
+      L::a_tile::load(sub, !L::kKParts || part == 0 ? u.map_x : part == 1 ? u.map_x2 : u.map_x3, &full[s], u.x_row, kx,
                       hint_x, evict_first);
     if constexpr (L::kSwiGLU) {
       // The tile's Y rows 0..127 are gate rows n0 / 2 .., rows 128..255 the up rows of the same

@@ -1,7 +1,8 @@
 // The K-parts GEMM's k index (csrc/gemm/hopper/producer_loads.cuh issue_stage): operands made of up
 // to three matrices side by side along K, the parts ending at whole k tiles end0 < end1 (a third part
-// only when end1 is below the tile count; two parts: end1 past it). The one place this math is
-// written; torch_tk._C exports it and test/test_cat_backward_cpu.py checks it tiles every part exactly.
+// only when end1 is below the tile count; two parts: end1 past it). The M-parts GEMM (unit_loads) reads
+// the same index over row tiles: operands stacked along M. The one place this math is written;
+// torch_tk._C exports it and test/test_cat_backward_cpu.py checks it tiles every part exactly.
 #pragma once
 #include "base.h"
 
