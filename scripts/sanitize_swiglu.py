@@ -9,7 +9,7 @@ K-parts GEMM (two and three parts of B; three of A and B: tk.linear_backward_par
 gradients run the M-parts GEMM: three parts of A by rows); each result checked against float64
 (relative Frobenius norm). Exit status 1 on a wrong result.
 
-    compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py [--kparts-only | --swiglu-only]
+    compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_swiglu.py [--kparts-only | --swiglu-only] [--shapes MxKxI,...]
 
 --kparts-only: the K-parts and M-parts GEMMs' cases alone (on a random joint gradient); --swiglu-only: the SwiGLU
 GEMM and the SwiGLU backward GEMM (both outputs forms) alone, no RoPE, no K-parts -- for racecheck,
@@ -54,12 +54,20 @@ def main(argv=None):
     only = p.add_mutually_exclusive_group()
     only.add_argument("--kparts-only", action="store_true", help="the K-parts GEMM's cases alone")
     only.add_argument("--swiglu-only", action="store_true", help="the SwiGLU forward / backward GEMMs alone")
+    p.add_argument("--shapes", default=None, metavar="MxKxI[,MxKxI...]",
+                   help="these (M, K, I) instead of the built-in set (e.g. to finish a racecheck in a second call)")
     args = p.parse_args(argv)
+    try:
+        shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+        if any(len(s) != 3 or min(s) < 1 for s in shapes):
+            raise ValueError
+    except ValueError:
+        p.error(f"--shapes: expected MxKxI[,MxKxI...] of positive integers, got {args.shapes!r}")
     if not (torch.cuda.is_available() and torch_tk.hopper_available()):
         print("sanitize_swiglu.py: needs a Hopper GPU", file=sys.stderr)
         return 2
     bad = 0
-    for m, k, i in SHAPES:
+    for m, k, i in shapes:
         for dt in (torch.bfloat16, torch.float16):
             x = torch.randn(m, k, device="cuda", dtype=dt)
             wg, wu = ((torch.randn(i, k, device="cuda") * k ** -0.5).to(dt) for _ in range(2))
