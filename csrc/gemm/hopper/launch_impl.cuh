@@ -423,6 +423,17 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
+
+// The fused epilogues' and the K- / M-parts GEMMs' kernels (gemm_layout SWIGLU_ 1..5) run only on the plan
+// dispatch.cpp's launch_fixed_256 makes: unswapped, unclustered, unsplit 128 x 256, no stream-K, two 64-row
+// consumer warpgroups, staging outside the ring; any other plan gets `plan_error`.
+template <class L>
+const char* launch_fixed(const GemmArgs& g, const KernelOperands& op, cudaStream_t stream, const char* plan_error) {
+  const GemmPlan& p = g.plan;
+  if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
+    return plan_error;
+  return launch_layout<L>(g, op, stream);
+}
 }  // namespace detail
 
 template <typename T, typename OutT, int BN, int BM, bool XMn, bool YMn>
@@ -475,50 +486,40 @@ const char* launch_clustered(const GemmArgs& g, const detail::KernelOperands& op
     if constexpr (BN == 256) {
       if (g.swiglu_h != nullptr) {  // the SwiGLU epilogue (launch.h GemmArgs::swiglu_h)
         if constexpr (!XMn && !YMn && sizeof(OutT) == 2) {
-          const GemmPlan& p = g.plan;
-          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
-            return "the SwiGLU epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
-          return detail::launch_layout<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, true>>(g, op, s);
+          return detail::launch_fixed<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, true>>(
+              g, op, s, "the SwiGLU epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K");
         } else {
           return "the SwiGLU epilogue needs K-contiguous operands and a 16-bit output";
         }
       }
       if (g.rope_cos != nullptr) {  // the RoPE epilogue (launch.h GemmArgs::rope_cos)
         if constexpr (!XMn && !YMn && sizeof(OutT) == 2) {
-          const GemmPlan& p = g.plan;
-          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
-            return "the RoPE epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
-          return detail::launch_layout<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, 3>>(g, op, s);
+          return detail::launch_fixed<gemm_layout<T, OutT, false, false, 256, 1, false, 128, 64, false, 3>>(
+              g, op, s, "the RoPE epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K");
         } else {
           return "the RoPE epilogue needs K-contiguous operands and a 16-bit output";
         }
       }
       if (g.swiglu_gu != nullptr) {  // the SwiGLU backward epilogue (launch.h GemmArgs::swiglu_gu)
         if constexpr (!XMn && YMn && sizeof(OutT) == 2) {
-          const GemmPlan& p = g.plan;
-          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
-            return "the SwiGLU backward epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
-          return detail::launch_layout<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 2>>(g, op, s);
+          return detail::launch_fixed<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 2>>(
+              g, op, s, "the SwiGLU backward epilogue needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K");
         } else {
           return "the SwiGLU backward epilogue needs row-major A and B and a 16-bit output";
         }
       }
       if (g.b_parts[0] != nullptr) {  // the K-parts mainloop (launch.h GemmArgs::b_parts)
         if constexpr (!XMn && YMn && sizeof(OutT) == 2) {
-          const GemmPlan& p = g.plan;
-          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
-            return "the K-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
-          return detail::launch_layout<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 4>>(g, op, s);
+          return detail::launch_fixed<gemm_layout<T, OutT, false, true, 256, 1, false, 128, 64, false, 4>>(
+              g, op, s, "the K-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K");
         } else {
           return "the K-parts GEMM needs row-major A and B and a 16-bit output";
         }
       }
       if (g.m_part_end[0] > 0) {  // the M-parts mainloop (launch.h GemmArgs::m_part_end)
         if constexpr (XMn && YMn && sizeof(OutT) == 2) {
-          const GemmPlan& p = g.plan;
-          if (p.swap_ab || p.cluster != 1 || p.splits != 1 || p.sk_tiles > 0 || p.wg_rows != 64 || p.ring_staging)
-            return "the M-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K";
-          return detail::launch_layout<gemm_layout<T, OutT, true, true, 256, 1, false, 128, 64, false, 5>>(g, op, s);
+          return detail::launch_fixed<gemm_layout<T, OutT, true, true, 256, 1, false, 128, 64, false, 5>>(
+              g, op, s, "the M-parts GEMM needs an unswapped, unclustered, unsplit 128 x 256 plan without stream-K");
         } else {
           return "the M-parts GEMM needs column-major A, row-major B and a 16-bit output";
         }
