@@ -129,7 +129,11 @@ def linear_backward_parts(grad_outputs, weights, input):
     copy of the weights, no per-layer products to sum), and ``grad_weights[i] = grad_outputs[i].T @
     input`` as one product too (the M-parts GEMM: ``[g_0 | g_1 | ..].T @ input``, each ``g_i.T`` read
     in place through its own TMA map by row range; one launch and one partly idle last wave instead
-    of one per weight: benchmarks/NOTES.md 2026-12-06j placed ~15 us per q / k / v backward there).
+    of one per weight). Measured (H100, benchmarks/results/h100_2026-12-07b_checks.txt): at the
+    q / k / v shapes (8192 tokens, 3 x 2048 x 2048) this op takes 598.4 us, as the one-tensor
+    :func:`linear_backward_cat` does (598.3). The M-parts GEMM's fixed plan has no stream-K tail, so
+    where ``tk.gemm``'s plan for the joint product takes one (e.g. gate / up, 2 x 5632 rows: 5.33
+    waves) it trails: 1132.9 us against 1084.9.
     Why: an attention's q / k / v gradients come from three kernels (RoPE's inverse rotation for q
     and k, the attention backward for v); side by side in one tensor they cost an Inductor cat
     (torch_tk/rope.py, benchmarks/NOTES.md 2026-12-06h).
