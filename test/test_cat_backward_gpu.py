@@ -81,12 +81,14 @@ def _split(g, rows):  # the joint gradient's column blocks as tensors of their o
 @pytest.mark.parametrize("dtype", LOWP, ids=_dt)
 @pytest.mark.parametrize("m,rows,k", [
     (100, [128, 72], 40), (1000, [256, 128, 104], 1000), (4097, [128, 384, 8], 264), (8192, [2048, 2048, 2048], 2048),
-    (8192 + 37, [640, 8], 2056)])
+    (8192 + 37, [640, 8], 2056), (2048, [3584, 3584], 2048), (2048 + 5, [3584, 3456], 2040)])
 def test_parts_values(dtype, m, rows, k):
     """The K-parts GEMM reading each gradient through its own map, and the M-parts GEMM the weight
     gradients ([g_0 | g_1 | ..]^T x, each g_i^T through its own map by row range): values against
     float64 with tails in M (the last part's rows), N (in_features) and K (tokens), outputs fully written,
-    and the input gradient's bits those of the one-tensor op (the same k tiles summed in the same order)."""
+    and the input gradient's bits those of the one-tensor op (the same k tiles summed in the same order).
+    Where tk.gemm's plan for the joint product takes a stream-K tail (7168 x 2048 x 2048 on 132 SMs),
+    one tk.gemm per weight writes its row block instead: those blocks' bits are tk.gemm's."""
     g, ws, x = _case(m, rows, k, dtype)
     gs, es = _split(g, rows), g.element_size()
     with KernelWatch() as w:
@@ -101,6 +103,9 @@ def test_parts_values(dtype, m, rows, k):
     if (plan["bm"], plan["bn"], plan["splits"], plan["cluster"], plan["sk_tiles"], plan["swap_ab"]) == (128, 256, 1, 1, 0, False):
         # tk.gemm on the joint gradient runs the same tiles, unsplit: the same sums in the same order
         assert torch.equal(torch.cat(gws), torch_tk.gemm(g.t(), x))
+    if plan["sk_tiles"] > 0:  # one tk.gemm per weight (dispatch.cpp hopper_mparts_backend)
+        for gp, gw in zip(gs, gws):
+            assert torch.equal(gw, torch_tk.gemm(gp.t(), x))
 
 
 @needs_hopper

@@ -431,7 +431,10 @@ bool hopper_kcat_backend(at::Tensor& out, at::TensorList gs, at::TensorList ws) 
 // tk.linear_backward_parts' weight gradients on the M-parts GEMM (launch.h GemmArgs::m_part_end):
 // [G_0 | G_1 | G_2]^T . X, each G_i (M x out_i, row-major: G_i^T column-major) read in place by row
 // range of the product, X (M x in_features, row-major: the GEMM's B row-major); every part but the last
-// a whole number of 128-row tiles.
+// a whole number of 128-row tiles. Where tk.gemm's plan for the joint product takes a stream-K tail
+// (a part-filled last wave; the fixed plan has none), each weight's gradient is its own tk.gemm
+// written into its row block of `out` instead (H100: 11264 x 2048 x 8192, the gate / up weights, 5.33
+// waves of 128 x 256 tiles, was slower on the M-parts GEMM; benchmarks/NOTES.md 2026-12-07b / 07c).
 bool hopper_mparts_backend(at::Tensor& out, at::TensorList gs, const at::Tensor& x) {
   bool parts_ok = gs.size() >= 2 && gs.size() <= 3;
   int64_t rows = 0;
@@ -451,6 +454,18 @@ bool hopper_mparts_backend(at::Tensor& out, at::TensorList gs, const at::Tensor&
                         ? "tk.linear_backward_parts: a dimension exceeds 2^31-1"
                         : nullptr;
   if (!accepted(why)) return false;
+  // TK_HOPPER_MPARTS_EACH=0: the M-parts GEMM also where the joint plan takes a stream-K tail (A/B).
+  TK_KNOB int each = env_int("TK_HOPPER_MPARTS_EACH", 1, 0, 1);
+  if (each != 0 && knob_plan(int(rows), int(x.size(1)), int(x.size(0)), x.get_device(), false, /*a_mn=*/true,
+                             /*b_mn=*/true).sk_tiles > 0) {
+    int64_t r0 = 0;
+    for (const at::Tensor& gi : gs) {
+      at::Tensor block = out.narrow(0, r0, gi.size(1));  // (contiguous: whole rows of a row-major `out`)
+      if (!hopper_backend(block, gi.t(), x, std::nullopt, 1.0, 0.0)) return false;  // (noted there)
+      r0 += gi.size(1);
+    }
+    return true;
+  }
   hopper::GemmArgs g = fixed_args(x, x, true, x.size(1));  // (B = x; A set below)
   g.a = gs[0].data_ptr(), g.lda = gs[0].size(1), g.a_mn = true;
   g.M = int(rows), g.K = int(x.size(0));
