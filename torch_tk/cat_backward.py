@@ -133,7 +133,10 @@ def linear_backward_parts(grad_outputs, weights, input):
     q / k / v shapes (8192 tokens, 3 x 2048 x 2048) this op takes 598.4 us, as the one-tensor
     :func:`linear_backward_cat` does (598.3). The M-parts GEMM's fixed plan has no stream-K tail, so
     where ``tk.gemm``'s plan for the joint product takes one (e.g. gate / up, 2 x 5632 rows: 5.33
-    waves) it trails: 1132.9 us against 1084.9.
+    waves) the weight gradients are one ``tk.gemm`` per weight instead, each written into its row
+    block (no cat): there (H100, benchmarks/results/h100_2026-12-07c_checks.txt) this op took 1042.7 /
+    1038.5 us against the one-tensor op's 1027.6 / 1028.8, where the M-parts GEMM took 1064.1 / 1141.9
+    against 1022.4 / 1045.6 (``TK_HOPPER_MPARTS_EACH``, docs/knobs.md).
     Why: an attention's q / k / v gradients come from three kernels (RoPE's inverse rotation for q
     and k, the attention backward for v); side by side in one tensor they cost an Inductor cat
     (torch_tk/rope.py, benchmarks/NOTES.md 2026-12-06h).

@@ -454,10 +454,11 @@ bool hopper_mparts_backend(at::Tensor& out, at::TensorList gs, const at::Tensor&
                         ? "tk.linear_backward_parts: a dimension exceeds 2^31-1"
                         : nullptr;
   if (!accepted(why)) return false;
-  // TK_HOPPER_MPARTS_EACH=0: the M-parts GEMM also where the joint plan takes a stream-K tail (A/B).
-  TK_KNOB int each = env_int("TK_HOPPER_MPARTS_EACH", 1, 0, 1);
-  if (each != 0 && knob_plan(int(rows), int(x.size(1)), int(x.size(0)), x.get_device(), false, /*a_mn=*/true,
-                             /*b_mn=*/true).sk_tiles > 0) {
+  // TK_HOPPER_MPARTS_EACH=0: the M-parts GEMM also where the joint plan takes a stream-K tail; 2: one
+  // tk.gemm per weight everywhere (A/B).
+  TK_KNOB int each = env_int("TK_HOPPER_MPARTS_EACH", 1, 0, 2);
+  if (each == 2 || (each == 1 && knob_plan(int(rows), int(x.size(1)), int(x.size(0)), x.get_device(), false,
+                                           /*a_mn=*/true, /*b_mn=*/true).sk_tiles > 0)) {
     int64_t r0 = 0;
     for (const at::Tensor& gi : gs) {
       at::Tensor block = out.narrow(0, r0, gi.size(1));  // (contiguous: whole rows of a row-major `out`)
