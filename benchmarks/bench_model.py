@@ -12,7 +12,9 @@ training run: on the H200 both models then run at the 700-W cap's power-cap cloc
 sample (clock_reasons.py), while short runs (--rounds 3 --steps 3) read boost clocks and ratios
 1-3% higher for the patched model (2026-12-05c: 0.993-1.007 short, 0.978-0.984 sustained).
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
-both models. The patched model is patch_linear(model, fuse_mlp=True, fuse_rope=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
+both models (--lm-head patches it too: H100 2026-12-07d 1.027 / 1.031 / 1.025 against the default's
+1.031 / 1.021 / 1.029 in alternating processes, even; its GEMMs alone, warm L2, ours / cuBLAS 1.001
+forward, 0.978 dX, 0.952 dW: benchmarks/results/h100_2026-12-07d_lmhead.txt). The patched model is patch_linear(model, fuse_mlp=True, fuse_rope=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
 and the activation as one tk.linear_swiglu; the backward's activation gradient in the down projection's
 dX GEMM): H100 2026-12-06e 1.000 / 1.001 / 1.005, against 0.991 / 0.983 with --no-fuse-mlp-backward
 (gate / up only; 0.991 / 0.990 on 2026-12-06d against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only).
@@ -71,6 +73,9 @@ def add_model_args(p):
     p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=True,
                    help="patch_linear(fuse_rope=True) (default): q / k projections as tk.linear_rope, the rotary "
                         "embedding in the GEMM's epilogue (torch_tk/attention.py); --no-fuse-rope: without (an A/B)")
+    p.add_argument("--lm-head", action=argparse.BooleanOptionalAction, default=False,
+                   help="also patch the output projection (patch_linear(skip_lm_head=False)): its forward, dX and dW "
+                        "(8192x32000x2048 NT, 8192x2048x32000 NN, 32000x2048x8192 TN) on tk; default: left on cuBLAS")
 
 
 def stock_and_patched(args):
@@ -84,7 +89,8 @@ def stock_and_patched(args):
                       max_position_embeddings=args.seq)
     stock = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
     patched = torch_tk.patch_linear(copy.deepcopy(stock), fuse_mlp=getattr(args, "fuse_mlp", True),
-                                    fuse_rope=getattr(args, "fuse_rope", True))
+                                    fuse_rope=getattr(args, "fuse_rope", True),
+                                    skip_lm_head=not getattr(args, "lm_head", False))
     report = torch_tk.patch_report(patched)
     from torch_tk import swiglu
     swiglu.CAT_BACKWARD = getattr(args, "cat_backward", True)

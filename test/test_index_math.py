@@ -457,7 +457,7 @@ def test_acc_coord_structure():
 
 @pytest.mark.parametrize("span, reg_step", [(128, 64), (64, 32)])
 def test_acc_coord_column_pairs_in_one_thread(span, reg_step):
-    """Fusion facts benchmarks/NOTES.md (2026-12-06c) relies on: in a 128 x 256 tile's 64 x 256
+    """Fusion facts benchmarks/NOTES-states-2026-12-06b.md (2026-12-06c) relies on: in a 128 x 256 tile's 64 x 256
     accumulator strip, column c and c + 128 (gate / up of one feature, with the two weights packed
     in 128-row blocks) are registers r and r + 64 of one thread, and c and c + 64 (RoPE's rotate-half
     pairs in a 128-wide head) are registers r and r + 32 -- one row, so an epilogue needs no shuffle."""

@@ -24,6 +24,21 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
+// TK_MBAR_SUSPEND_NS (build define, A/B; default 0 = no hint): a suspendTimeHint in ns for every
+// try_wait (PTX ISA, mbarrier.try_wait: the thread may sleep until the phase completes or the hint
+// expires; ptxas then emits NANOSLEEP.SYNCS between tries). Time-neutral on lone GEMMs (H200
+// 2026-11-28); kept as a define to test fewer issued instructions, i.e. power, at a power cap.
+#ifndef TK_MBAR_SUSPEND_NS
+#define TK_MBAR_SUSPEND_NS 0
+#endif
+#define TK_MBAR_STR2(x) #x
+#define TK_MBAR_STR(x) TK_MBAR_STR2(x)
+#if TK_MBAR_SUSPEND_NS > 0
+#define TK_MBAR_HINT ", " TK_MBAR_STR(TK_MBAR_SUSPEND_NS)
+#else
+#define TK_MBAR_HINT ""
+#endif
+
 // Blocks until the phase with the given parity has completed. A fresh barrier is in phase 0,
 // so waiting on parity 1 returns at once ("the previous phase is complete").
 // kCluster: acquire at cluster scope (sees a peer CTA's stores released by its remote arrive);
@@ -36,7 +51,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     if constexpr (kCluster)
       asm volatile(
           "{\n.reg .pred p;\n"
-          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2" TK_MBAR_HINT ";\n"
           "selp.u32 %0, 1, 0, p;\n}\n"
           : "=r"(done)
           : "r"(addr), "r"(parity)
@@ -44,7 +59,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     else
       asm volatile(
           "{\n.reg .pred p;\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2" TK_MBAR_HINT ";\n"
           "selp.u32 %0, 1, 0, p;\n}\n"
           : "=r"(done)
           : "r"(addr), "r"(parity)
