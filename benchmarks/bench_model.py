@@ -28,6 +28,10 @@ Since 2026-12-06i the q / k / v backward reads the three gradients in place (tk.
 --no-qkv-parts: 2026-12-06h's Inductor cat): H100 1.021 / 1.031 / 1.028 / 1.033 against 1.008 / 1.031 /
 1.022 (alternating processes, benchmarks/results/h100_2026-12-06i_parts.txt); 2026-12-06j 1.033 / 1.032 /
 1.032 (benchmarks/results/h100_2026-12-06j_checks.txt): median 1.032 over the seven sustained runs.
+Since 2026-12-07d fuse_rope's backward rotates dL/dq, dL/dk back without a cat (torch_tk.rope.rotate_flip;
+--rope-back cat for the A/B): H100 median 1.035 over ten runs (1.028-1.041) against 1.025 over nine with
+the cat (1.021-1.032), one kernel of 368.7 us per step where the cat form took three of 695.4
+(benchmarks/results/h100_2026-12-07d_rope_back.txt).
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
@@ -73,6 +77,10 @@ def add_model_args(p):
     p.add_argument("--fuse-rope", action=argparse.BooleanOptionalAction, default=True,
                    help="patch_linear(fuse_rope=True) (default): q / k projections as tk.linear_rope, the rotary "
                         "embedding in the GEMM's epilogue (torch_tk/attention.py); --no-fuse-rope: without (an A/B)")
+    p.add_argument("--rope-back", choices=("cat", "flip"), default=None,
+                   help="the form in which fuse_rope's backward rotates dL/dq, dL/dk back (torch_tk.rope.BACKWARD_ROTATION; "
+                        "default: the package's, flip); an A/B needs an Inductor cache directory per form "
+                        "(TORCHINDUCTOR_CACHE_DIR: the cache key does not see the autograd code)")
     p.add_argument("--lm-head", action=argparse.BooleanOptionalAction, default=False,
                    help="also patch the output projection (patch_linear(skip_lm_head=False)): its forward, dX and dW "
                         "(8192x32000x2048 NT, 8192x2048x32000 NN, 32000x2048x8192 TN) on tk; default: left on cuBLAS")
@@ -98,6 +106,8 @@ def stock_and_patched(args):
     attention.QKV_CAT_BACKWARD = getattr(args, "qkv_cat", True)
     from torch_tk import rope
     rope.QKV_PARTS = getattr(args, "qkv_parts", True)
+    if getattr(args, "rope_back", None):
+        rope.BACKWARD_ROTATION = args.rope_back
     if not getattr(args, "fuse_mlp_backward", True):  # the A/B: whole MLPs back to gate / up fused only
         from torch_tk import mlp
         for m in patched.modules():

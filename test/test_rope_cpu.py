@@ -85,6 +85,31 @@ def test_gradients_against_float64():
     assert rel_err(x.grad, x64.grad) < 1e-5 and rel_err(w.grad, w64.grad) < 1e-5
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_rotate_flip_equals_rotate(dtype, inverse):
+    """The backward's two forms of the rotation (rope.BACKWARD_ROTATION) give the same values: the same
+    products and sums per element (no rounding-order change), so bitwise equal on the CPU."""
+    from torch_tk import rope
+    y = torch.randn(3, 5, 384, dtype=dtype)  # 3 heads of 128
+    cos, sin = tables((3, 5), 64, dtype)
+    a, b = rope.rotate(y, cos, sin, inverse=inverse), rope.rotate_flip(y, cos, sin, inverse=inverse)
+    assert a.dtype == b.dtype == dtype and torch.equal(a, b)
+    assert not torch.equal(a, y)  # the rotation is not the identity on these tables
+
+
+@pytest.mark.parametrize("form", ["cat", "flip"])
+def test_gradients_in_both_backward_forms(form, monkeypatch):
+    from torch_tk import rope
+    monkeypatch.setattr(rope, "BACKWARD_ROTATION", form)
+    x = torch.randn(2, 3, 6, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(16, 6, dtype=torch.float64, requires_grad=True)
+    cos, sin = tables((2, 3), 4, torch.float64)
+    assert torch.autograd.gradcheck(lambda a, b: torch_tk.linear_rope(a, b, cos, sin), (x, w))
+    wk, wv = (torch.randn(16, 6, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    assert torch.autograd.gradcheck(lambda a, b, c, d: rope.linear_qkv_rope(a, b, c, d, cos, sin), (x, w, wk, wv))
+
+
 def test_table_gradients_refused():
     cos, sin = tables((3,), 4, torch.float32)
     cos.requires_grad_()

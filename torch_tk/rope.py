@@ -15,7 +15,8 @@ accumulators (``csrc/gemm/hopper/epilogue_rope.cuh``), so no pointwise kernel re
 back; a stock model rounds the projection to 16 bits before rotating it.
 
 The backward rotates the output gradient back (the transpose of the rotation, a pointwise pass
-reading the saved tables), then runs the linear layer's two GEMMs (``tk.linear_backward``).
+reading the saved tables; written without a cat, :func:`rotate_flip`, which Inductor compiles to a
+pass at copy speed), then runs the linear layer's two GEMMs (``tk.linear_backward``).
 """
 import torch
 
@@ -77,6 +78,34 @@ def rotate(y, cos, sin, inverse=False):
     return torch.cat((a * c - b * s, b * c + a * s), dim=-1).reshape(y.shape).to(y.dtype)
 
 
+def rotate_flip(y, cos, sin, inverse=False):
+    """:func:`rotate`'s map written without a cat: per head, halves i in {0, 1} of ``head_dim / 2``
+    columns each, ``y[i] * cos + y[1 - i] * sin * (2 i - 1)`` (inverse: ``sin -> -sin``); the same
+    products and sums, so the same values where ``rotate``'s are exact. Inductor lowers the flip to one
+    load at a mirrored index, where the cat becomes a select between two masked halves."""
+    acc = torch.float64 if torch.float64 in (y.dtype, cos.dtype) else torch.float32
+    h = cos.shape[-1]
+    y4 = y.reshape(*y.shape[:-1], -1, 2, h).to(acc)
+    c, s = cos.unsqueeze(-2).unsqueeze(-2).to(acc), sin.unsqueeze(-2).unsqueeze(-2).to(acc)
+    sign = torch.arange(2, device=y.device, dtype=acc).mul(2).sub(1).view(2, 1)  # -1 (first half), +1
+    if inverse:
+        sign = -sign
+    return (y4 * c + y4.flip(-2) * (s * sign)).reshape(y.shape).to(y.dtype)
+
+
+# Which form the backwards rotate the gradient back by: "flip" (rotate_flip, the default) or "cat"
+# (rotate; an A/B). The values agree; the kernels Inductor makes of them do not (H100, 2026-12-07d):
+# the q / k / v backward's pointwise pass at bench_model's shape 118.5 us with "flip" -- the same as
+# with no rotation at all (120.6) -- against 196.9 with "cat" (benchmarks/rope_bwd_probe.py); in
+# bench_model's step one kernel (368.7 us per step) where "cat" took three (695.4).
+BACKWARD_ROTATION = "flip"
+
+
+def rotate_back(y, cos, sin):
+    """dL/dy0 from dL/dy: the transpose of the rotation, in BACKWARD_ROTATION's form."""
+    return (rotate_flip if BACKWARD_ROTATION == "flip" else rotate)(y, cos, sin, inverse=True)
+
+
 def _check(input, weight, cos, sin):
     op = "tk.linear_rope"
     if input.dim() < 1:
@@ -127,7 +156,7 @@ def _setup(ctx, inputs, output):
 def _backward(ctx, grad):
     input, weight, cos, sin = ctx.saved_tensors
     need_x, need_w = ctx.needs_input_grad[:2]
-    d0 = rotate(grad, cos, sin, inverse=True).to(weight.dtype)
+    d0 = rotate_back(grad, cos, sin).to(weight.dtype)
     d2d, x2d = d0.reshape(-1, weight.shape[0]), input.reshape(-1, input.shape[-1])
     if need_x and need_w:  # (the op's inputs share one dtype)
         dx, dw = _ops._call_op(torch.ops.tk.linear_backward.default, d2d, weight, x2d)
@@ -184,8 +213,8 @@ def _qkv_backward(ctx, dq, dk, dv):
     input, wq, wk, wv, cos, sin = ctx.saved_tensors
     h = cos.shape[-1]
     c2d, s2d, x2d = cos.reshape(-1, h), sin.reshape(-1, h), input.reshape(-1, input.shape[-1])
-    parts = (rotate(dq.reshape(-1, wq.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
-             rotate(dk.reshape(-1, wk.shape[0]), c2d, s2d, inverse=True).to(wq.dtype),
+    parts = (rotate_back(dq.reshape(-1, wq.shape[0]), c2d, s2d).to(wq.dtype),
+             rotate_back(dk.reshape(-1, wk.shape[0]), c2d, s2d).to(wq.dtype),
              dv.reshape(-1, wv.shape[0]).to(wq.dtype))
     need_x, need_w = ctx.needs_input_grad[0], any(ctx.needs_input_grad[1:4])
     if QKV_PARTS and need_x and need_w:
