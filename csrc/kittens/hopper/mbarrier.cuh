@@ -27,7 +27,8 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 // TK_MBAR_SUSPEND_NS (build define, A/B; default 0 = no hint): a suspendTimeHint in ns for every
 // try_wait (PTX ISA, mbarrier.try_wait: the thread may sleep until the phase completes or the hint
 // expires; ptxas then emits NANOSLEEP.SYNCS between tries). Time-neutral on lone GEMMs (H200
-// 2026-11-28); kept as a define to test fewer issued instructions, i.e. power, at a power cap.
+// 2026-11-28) and not separable from the spread in bench_model's power-capped step (H100 2026-12-07d,
+// 1000000: fewer issued instructions did not show as clock); kept for such A/Bs.
 #ifndef TK_MBAR_SUSPEND_NS
 #define TK_MBAR_SUSPEND_NS 0
 #endif
