@@ -14,7 +14,8 @@ sample (clock_reasons.py), while short runs (--rounds 3 --steps 3) read boost cl
 The output projection (lm_head) is skipped by patch_linear's defaults and runs on cuBLAS in
 both models (--lm-head patches it too: H100 2026-12-07d 1.027 / 1.031 / 1.025 against the default's
 1.031 / 1.021 / 1.029 in alternating processes, even; its GEMMs alone, warm L2, ours / cuBLAS 1.001
-forward, 0.978 dX, 0.952 dW: benchmarks/results/h100_2026-12-07d_lmhead.txt). The patched model is patch_linear(model, fuse_mlp=True, fuse_rope=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
+forward, 0.978 dX, 0.952 dW: benchmarks/results/h100_2026-12-07d_lmhead.txt).
+The patched model is patch_linear(model, fuse_mlp=True, fuse_rope=True): its SwiGLU MLPs run as tk.swiglu_mlp (gate / up
 and the activation as one tk.linear_swiglu; the backward's activation gradient in the down projection's
 dX GEMM): H100 2026-12-06e 1.000 / 1.001 / 1.005, against 0.991 / 0.983 with --no-fuse-mlp-backward
 (gate / up only; 0.991 / 0.990 on 2026-12-06d against 0.983 / 0.985 with --no-fuse-mlp, the linear layers only).
