@@ -154,6 +154,32 @@ def test_errors_name_the_argument(kw, exc, word, fake):
             torch_tk.linear_rope(**a)
 
 
+@pytest.mark.parametrize("kw,exc,word", [
+    (dict(q_weight=torch.randn(12, 8)), ValueError, "q_weight"),
+    (dict(k_weight=torch.randn(16, 9)), ValueError, "k_weight"),
+    (dict(v_weight=torch.randn(16, 9)), ValueError, "v_weight"),
+    (dict(v_weight=torch.randn(16, 8).half()), TypeError, "v_weight"),
+    (dict(v_weight=torch.randn(16)), ValueError, "v_weight"),
+    (dict(cos=torch.randn(5, 4)), ValueError, "cos"),
+])
+@pytest.mark.parametrize("fake", [False, True], ids=["eager", "fake"])
+def test_qkv_errors_name_the_argument(kw, exc, word, fake):
+    from torch_tk import rope
+    a = _args()
+    a = dict(input=a["input"], q_weight=a["weight"], k_weight=torch.randn(16, 8), v_weight=torch.randn(16, 8),
+             cos=a["cos"], sin=a["sin"])
+    a.update(kw)
+    if fake:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode() as mode:
+            a = {k: mode.from_tensor(v) for k, v in a.items()}
+            with pytest.raises(exc, match=f"tk.linear_qkv_rope: .*{word}"):
+                rope.linear_qkv_rope(**a)
+    else:
+        with pytest.raises(exc, match=f"tk.linear_qkv_rope: .*{word}"):
+            rope.linear_qkv_rope(**a)
+
+
 def test_compile_fullgraph_matches_eager():
     x, w = torch.randn(3, 5, 16, requires_grad=True), torch.randn(32, 16, requires_grad=True)
     cos, sin = tables((3, 5), 8, torch.float32)
@@ -234,3 +260,14 @@ def test_half_tables_are_the_first_halves():
     full = torch.randn(2, 5, 128)
     c, s = torch_tk.rope.half_tables(full, 2 * full)
     assert c.is_contiguous() and torch.equal(c, full[..., :64]) and torch.equal(s, 2 * full[..., :64])
+
+
+def test_qkv_autocast_casts_mixed_dtypes():
+    from torch_tk import rope
+    x, cos, sin = torch.randn(6, 16).bfloat16(), *tables((6,), 8, torch.float32)
+    ws = [torch.randn(32, 16) for _ in range(3)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        q, k, v = rope.linear_qkv_rope(x, *ws, cos, sin)
+    assert q.dtype == k.dtype == v.dtype == torch.bfloat16
+    assert rel_err(q, ref64(x, ws[0].bfloat16(), cos.bfloat16(), sin.bfloat16())) < 1e-2
+    assert rel_err(v, x.double() @ ws[2].bfloat16().double().t()) < 1e-2

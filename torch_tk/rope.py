@@ -106,33 +106,42 @@ def rotate_back(y, cos, sin):
     return (rotate_flip if BACKWARD_ROTATION == "flip" else rotate)(y, cos, sin, inverse=True)
 
 
-def _check(input, weight, cos, sin):
-    op = "tk.linear_rope"
+def _check_weight(op, input, weight, name):
+    """`weight` (called `name` in `op`'s messages) against `input`: dtype, device, (out, in) shape."""
+    if weight.dtype != input.dtype:
+        raise TypeError(f"{op}: `input` and `{name}` must have the same dtype, got {input.dtype} and {weight.dtype}")
+    if weight.device != input.device:
+        raise ValueError(f"{op}: `input` and `{name}` must be on the same device, got {input.device} and "
+                         f"{weight.device}")
+    if weight.dim() != 2:
+        raise ValueError(f"{op}: `{name}` must be a 2-D (out_features, in_features) tensor, got {weight.dim()}-D")
+    if weight.shape[1] != input.shape[-1]:
+        raise ValueError(f"{op}: `input` has {input.shape[-1]} features in its last dimension but `{name}` expects "
+                         f"{weight.shape[1]}")
+
+
+def _check(input, weight, cos, sin, op="tk.linear_rope", name="weight"):
     if input.dim() < 1:
         raise ValueError(f"{op}: `input` must have at least 1 dimension, got a 0-D tensor")
     if input.dtype not in _ops._FLOATS:
         raise TypeError(f"{op}: `input` has dtype {input.dtype}; supported: bfloat16, float16, float32, float64")
-    for t, name in ((weight, "weight"), (cos, "cos"), (sin, "sin")):
+    for t, tname in ((cos, "cos"), (sin, "sin")):
         if t.dtype != input.dtype:
-            raise TypeError(f"{op}: `input` and `{name}` must have the same dtype, got {input.dtype} and {t.dtype}")
+            raise TypeError(f"{op}: `input` and `{tname}` must have the same dtype, got {input.dtype} and {t.dtype}")
         if t.device != input.device:
-            raise ValueError(f"{op}: `input` and `{name}` must be on the same device, got {input.device} and "
+            raise ValueError(f"{op}: `input` and `{tname}` must be on the same device, got {input.device} and "
                              f"{t.device}")
-    if weight.dim() != 2:
-        raise ValueError(f"{op}: `weight` must be a 2-D (out_features, in_features) tensor, got {weight.dim()}-D")
-    if weight.shape[1] != input.shape[-1]:
-        raise ValueError(f"{op}: `input` has {input.shape[-1]} features in its last dimension but `weight` expects "
-                         f"{weight.shape[1]}")
+    _check_weight(op, input, weight, name)
     lead = tuple(input.shape[:-1])
-    for t, name in ((cos, "cos"), (sin, "sin")):
+    for t, tname in ((cos, "cos"), (sin, "sin")):
         if t.dim() != input.dim() or tuple(t.shape[:-1]) != lead:
-            raise ValueError(f"{op}: `{name}` must have `input`'s leading dimensions {list(lead)} and head_dim / 2 "
+            raise ValueError(f"{op}: `{tname}` must have `input`'s leading dimensions {list(lead)} and head_dim / 2 "
                              f"entries last, got shape {list(t.shape)}")
     if cos.shape[-1] != sin.shape[-1] or cos.shape[-1] == 0:
         raise ValueError(f"{op}: `cos` and `sin` must have the same positive last dimension (head_dim / 2), got "
                          f"{cos.shape[-1]} and {sin.shape[-1]}")
     if weight.shape[0] % (2 * cos.shape[-1]):
-        raise ValueError(f"{op}: out_features ({weight.shape[0]} rows of `weight`) must be a multiple of head_dim = "
+        raise ValueError(f"{op}: out_features ({weight.shape[0]} rows of `{name}`) must be a multiple of head_dim = "
                          f"2 x cos.size(-1) = {2 * cos.shape[-1]}")
 
 
@@ -182,18 +191,28 @@ def linear_qkv_rope(input: torch.Tensor, q_weight: torch.Tensor, k_weight: torch
 
     Args: input (*, K); q_weight (Nq, K), k_weight (Nk, K), v_weight (Nv, K); cos, sin as
         :func:`linear_rope`'s. Returns: (q (*, Nq), k (*, Nk), v (*, Nv)), contiguous.
-    Raises: as :func:`linear_rope` (for each weight); NotImplementedError for gradients of cos / sin.
+    Raises: as :func:`linear_rope`, naming `q_weight`, `k_weight` or `v_weight` (v_weight: dtype, device,
+        2-D, in_features); NotImplementedError for gradients of cos / sin.
     """
+    # The checks here name this op's arguments (the inner ops' would say `weight`); under autocast the inner
+    # ops cast mixed dtypes first, so there they check, as before.
+    if not torch.is_autocast_enabled(input.device.type):
+        _check_qkv(input, q_weight, k_weight, v_weight, cos, sin)
     q = torch.ops.tk.linear_rope.default(input, q_weight, cos, sin)
     k = torch.ops.tk.linear_rope.default(input, k_weight, cos, sin)
     return q, k, torch.ops.tk.linear.default(input, v_weight, None)
 
 
+def _check_qkv(input, q_weight, k_weight, v_weight, cos, sin):
+    op = "tk.linear_qkv_rope"
+    _check(input, q_weight, cos, sin, op, "q_weight")
+    _check(input, k_weight, cos, sin, op, "k_weight")
+    _check_weight(op, input, v_weight, "v_weight")
+
+
 @linear_qkv_rope.register_fake
 def _qkv_fake(input, q_weight, k_weight, v_weight, cos, sin):
-    _check(input, q_weight, cos, sin)
-    _check(input, k_weight, cos, sin)
-    _ops._check_linear(input, v_weight, None)
+    _check_qkv(input, q_weight, k_weight, v_weight, cos, sin)
     lead = input.shape[:-1]
     return tuple(input.new_empty((*lead, w.shape[0])) for w in (q_weight, k_weight, v_weight))
 
