@@ -80,6 +80,31 @@ def test_include_and_filter_fn():
     assert "filter_fn" in torch_tk.patch_report(m)["skipped"]["blocks.0.down"]
 
 
+def test_one_pattern_string_is_one_pattern():
+    # list("blocks10") would be eight one-character patterns matching nothing
+    assert patched_names(torch_tk.patch_linear(Net(), include="blocks10")) == ["blocks10.down", "blocks10.up"]
+    assert "blocks.0.up" not in torch_tk.patch_report(torch_tk.patch_linear(Net(), exclude="blocks.0"))["patched"]
+
+
+@pytest.mark.parametrize("kw, exc, word", [
+    (dict(include=3), TypeError, "`include`"),
+    (dict(exclude=["blocks.0", 7]), TypeError, "`exclude`"),
+    (dict(exclude=["re:blocks.("]), ValueError, "`exclude` pattern 're:blocks.\\('"),
+    (dict(filter_fn="up"), TypeError, "`filter_fn`"),
+])
+def test_bad_arguments_name_the_argument(kw, exc, word):
+    m = Net()
+    with pytest.raises(exc, match=word):
+        torch_tk.patch_linear(m, **kw)
+    assert patched_names(m) == []  # refused before any change
+
+
+@pytest.mark.parametrize("fn", [torch_tk.patch_linear, torch_tk.unpatch_linear, torch_tk.patch_report])
+def test_model_must_be_a_module(fn):
+    with pytest.raises(TypeError, match="`model` must be an nn.Module, got dict"):
+        fn({"up": torch.nn.Linear(2, 2)})
+
+
 def test_dry_run_changes_nothing_and_strict():
     m = Net()
     torch_tk.patch_linear(m, dry_run=True)

@@ -271,3 +271,15 @@ def test_qkv_autocast_casts_mixed_dtypes():
     assert q.dtype == k.dtype == v.dtype == torch.bfloat16
     assert rel_err(q, ref64(x, ws[0].bfloat16(), cos.bfloat16(), sin.bfloat16())) < 1e-2
     assert rel_err(v, x.double() @ ws[2].bfloat16().double().t()) < 1e-2
+
+
+@pytest.mark.parametrize("shapes, exc, word", [
+    (((2, 5, 8), (2, 5, 6)), ValueError, "one shape"),
+    (((2, 5, 7), (2, 5, 7)), ValueError, "even, positive head_dim"),
+    (((2, 5, 0), (2, 5, 0)), ValueError, "even, positive head_dim"),
+])
+def test_half_tables_refuses_mismatched_or_odd_tables(shapes, exc, word):
+    with pytest.raises(exc, match=word):
+        torch_tk.rope.half_tables(torch.randn(*shapes[0]), torch.randn(*shapes[1]))
+    with pytest.raises(TypeError, match="dtype and device"):
+        torch_tk.rope.half_tables(torch.randn(2, 8), torch.randn(2, 8).double())

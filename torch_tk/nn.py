@@ -94,6 +94,34 @@ def _matches(fqn, patterns):
     return False
 
 
+def _check_model(fn, model):
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{fn}: `model` must be an nn.Module, got {type(model).__name__}")
+
+
+def _patterns(name, value):
+    """`include` / `exclude` as a list of FQN patterns: one string or an iterable of strings; each
+    're:' pattern must compile (a bad regex would otherwise surface at the first match)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]  # (list("a.b") would be one pattern per character)
+    try:
+        patterns = list(value)
+    except TypeError:
+        raise TypeError(f"patch_linear: `{name}` must be a string or an iterable of strings (FQN patterns), got "
+                        f"{type(value).__name__}") from None
+    for p in patterns:
+        if not isinstance(p, str):
+            raise TypeError(f"patch_linear: `{name}` holds {type(p).__name__} {p!r}; FQN patterns are strings")
+        if p.startswith("re:"):
+            try:
+                re.compile(p[3:])
+            except re.error as e:
+                raise ValueError(f"patch_linear: `{name}` pattern {p!r} is not a valid regular expression: {e}") from None
+    return patterns
+
+
 def _skip_reason(m, fqn, *, tied, output_fqns, include, exclude, filter_fn):
     if include is not None and not _matches(fqn, include):
         return "not matched by include"
@@ -121,8 +149,8 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
     Args:
         model: an nn.Module (the root itself may be an nn.Linear). CPU, CUDA or meta device.
         filter_fn: optional ``(module, fqn) -> bool``; False skips the module.
-        include: optional list of FQN patterns; only matching modules are patched.
-        exclude: list of FQN patterns to skip, added to the default skips. A pattern matches an
+        include: optional FQN pattern or list of them; only matching modules are patched.
+        exclude: FQN pattern or list of them to skip, added to the default skips. A pattern matches an
             FQN exactly, as a dotted prefix ("model.layers.0" covers "model.layers.0.mlp.up_proj"),
             or, prefixed with "re:", as a full regular-expression match -- never as a substring.
         skip_lm_head: skip ``model.get_output_embeddings()`` where the model has it.
@@ -145,12 +173,20 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
         ``model``. :func:`patch_report` (model) gives {"patched": [fqn], "skipped": {fqn: reason},
         "bypassed": {fqn: reason}}; "bypassed" lists layers whose forward never runs (the
         ``out_proj`` of nn.MultiheadAttention, whose weight is used by the fused functional).
+    Raises:
+        TypeError: ``model`` is not an nn.Module, ``filter_fn`` is not callable, or a pattern is
+            not a string. ValueError: a 're:' pattern does not compile. RuntimeError: ``strict``
+            and nothing was patched.
     Skipped by default: output projection, tied weights, non-floating weights, unsupported
     devices, instances whose forward another library replaced, nn.Linear subclasses. GPT-2 style
     transformers ``Conv1D`` (x @ W + b, W stored in x out) is patched too, onto ``tk.addmm``.
     """
-    exclude = list(exclude or [])
-    include = list(include) if include is not None else None
+    _check_model("patch_linear", model)
+    if filter_fn is not None and not callable(filter_fn):
+        raise TypeError(f"patch_linear: `filter_fn` must be callable as (module, fqn) -> bool, got "
+                        f"{type(filter_fn).__name__}")
+    exclude = _patterns("exclude", exclude) or []
+    include = _patterns("include", include)
     named = list(model.named_modules(remove_duplicate=False))
     owners = {}
     for fqn, m in named:
@@ -219,7 +255,9 @@ def patch_linear(model, *, filter_fn=None, include=None, exclude=None, skip_lm_h
 
 
 def unpatch_linear(model):
-    """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``."""
+    """Restores the original class of every module :func:`patch_linear` changed. Returns ``model``.
+    TypeError if ``model`` is not an nn.Module."""
+    _check_model("unpatch_linear", model)
     _mlp.unfuse_mlps(model)
     _attention.unfuse_attentions(model)
     for _, m in model.named_modules():
@@ -231,5 +269,7 @@ def unpatch_linear(model):
 
 
 def patch_report(model):
-    """The last :func:`patch_linear` report for ``model`` (empty lists/dicts if never patched)."""
+    """The last :func:`patch_linear` report for ``model`` (empty lists/dicts if never patched).
+    TypeError if ``model`` is not an nn.Module."""
+    _check_model("patch_report", model)
     return _reports.get(model, {"patched": [], "skipped": {}, "bypassed": {}})

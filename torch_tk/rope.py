@@ -53,14 +53,30 @@ def half_tables(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, tor
     transformers' tables that means sin / cos of every element of the backward's rotation (the
     stock model's backward does that; CPU Inductor code, 2026-12-06g). Costs two small copies
     (tokens x head_dim / 2 elements each). No gradient (the tables are fixed buffers).
+    Raises ValueError unless cos and sin share one shape with an even, positive last dimension;
+    TypeError if their dtypes or devices differ.
     """
-    h = cos.shape[-1] // 2
+    h = _check_full_tables(cos, sin)
     return cos[..., :h].contiguous(), sin[..., :h].contiguous()
+
+
+def _check_full_tables(cos, sin):
+    """half_tables' checks; returns head_dim / 2."""
+    op = "tk.rope_half_tables"
+    if cos.shape != sin.shape:
+        raise ValueError(f"{op}: `cos` and `sin` must have one shape (*, head_dim), got {list(cos.shape)} and "
+                         f"{list(sin.shape)}")
+    if cos.dim() < 1 or cos.shape[-1] == 0 or cos.shape[-1] % 2:
+        raise ValueError(f"{op}: `cos` / `sin` need an even, positive head_dim last, got shape {list(cos.shape)}")
+    if cos.dtype != sin.dtype or cos.device != sin.device:
+        raise TypeError(f"{op}: `cos` and `sin` must share dtype and device, got {cos.dtype} on {cos.device} and "
+                        f"{sin.dtype} on {sin.device}")
+    return cos.shape[-1] // 2
 
 
 @half_tables.register_fake
 def _half_tables_fake(cos, sin):
-    h = cos.shape[-1] // 2
+    h = _check_full_tables(cos, sin)
     return cos.new_empty((*cos.shape[:-1], h)), sin.new_empty((*sin.shape[:-1], h))
 
 
