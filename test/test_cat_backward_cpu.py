@@ -1,6 +1,8 @@
 """tk.linear_backward_cat, tk.linear_backward_parts and tk.swiglu_down_backward_cat on the CPU reference: values against float64
 (fresh random data), the weight gradient's row blocks, errors naming the argument (eager and fake),
 double backward (gradcheck), torch.compile, and swiglu_mlp's backward through them."""
+import re
+
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -209,6 +211,24 @@ def test_parts_errors_name_the_argument(make, exc, word):
         fake = ([mode.from_tensor(g) for g in gs], [mode.from_tensor(w) for w in ws], mode.from_tensor(x))
         with pytest.raises(exc, match=pat):
             torch.ops.tk.linear_backward_parts(*fake)
+
+
+@pytest.mark.parametrize("call,word", [
+    (lambda: torch_tk.linear_backward_cat(torch.randn(4, 8), torch.randn(8, 3), torch.randn(4, 3)),
+     "tk.linear_backward_cat: `weights` must be a list or tuple of tensors, got Tensor (one tensor: wrap"),
+    (lambda: torch_tk.linear_backward_cat(torch.randn(4, 8), [torch.randn(8, 3), "w"], torch.randn(4, 3)),
+     "`weights` must be a list or tuple of tensors, got list"),
+    (lambda: torch_tk.linear_backward_parts(torch.randn(4, 8), [torch.randn(8, 3)], torch.randn(4, 3)),
+     "tk.linear_backward_parts: `grad_outputs` must be a list or tuple of tensors, got Tensor"),
+    (lambda: torch_tk.linear_backward_parts([torch.randn(4, 8)], torch.randn(8, 3), torch.randn(4, 3)),
+     "tk.linear_backward_parts: `weights` must be a list or tuple of tensors, got Tensor"),
+])
+def test_lists_of_tensors_required(call, word):
+    # (a Tensor passed as the list would be taken row by row: weights[0] would be a 1-D row)
+    with pytest.raises(TypeError, match=re.escape(word)):
+        call()
+    assert [w.shape for w in torch_tk.linear_backward_parts((torch.randn(4, 8),), (torch.randn(8, 3),),
+                                                            torch.randn(4, 3))[1]] == [(8, 3)]  # tuples do
 
 
 def test_parts_fake_shapes_and_double_backward():

@@ -32,16 +32,26 @@ def linear_backward_cat(grad_output, weights, input):
         i-th block of rows (``torch.split(grad_weight, [w.shape[0] for w in weights])``).
     Raises:
         ValueError: an empty list, tensors not 2-D, sizes that do not match, different devices.
-        TypeError: unsupported or mismatched dtypes.
+        TypeError: unsupported or mismatched dtypes; ``weights`` not a list or tuple of tensors.
     The K-parts kernel takes 2 or 3 contiguous, 16-B aligned 16-bit weights whose row counts,
     but the last's, are multiples of 64, with grad_output contiguous and its columns and
     in_features multiples of 8, on sm_90; otherwise grad_input is ``tk.gemm(grad_output,
     torch.cat(weights))`` (a stacked copy; noted in ``torch_tk.fallback_reasons()`` on a GPU).
     """
+    weights = _tensor_list("tk.linear_backward_cat", "weights", weights)
     op = torch.ops.tk.linear_backward_cat.default
-    if torch.is_grad_enabled() and any(isinstance(w, torch.Tensor) and w.requires_grad for w in weights):
-        return op(grad_output, list(weights), input)  # (through autograd: _call_op looks at tensor arguments only)
-    return _ops._call_op(op, grad_output, list(weights), input)
+    if torch.is_grad_enabled() and any(w.requires_grad for w in weights):
+        return op(grad_output, weights, input)  # (through autograd: _call_op looks at tensor arguments only)
+    return _ops._call_op(op, grad_output, weights, input)
+
+
+def _tensor_list(op, name, value):
+    """A list of tensors from a list or tuple of them; TypeError naming `name` otherwise (a Tensor
+    would be taken row by row)."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in value):
+        raise TypeError(f"{op}: `{name}` must be a list or tuple of tensors, got {type(value).__name__}"
+                        + (" (one tensor: wrap it in a list)" if isinstance(value, torch.Tensor) else ""))
+    return list(value)
 
 
 def _check_weights(op, weights, input):
@@ -154,7 +164,8 @@ def linear_backward_parts(grad_outputs, weights, input):
     Raises:
         ValueError: empty lists, list lengths that differ, tensors not 2-D, sizes that do not match,
             different devices.
-        TypeError: unsupported or mismatched dtypes.
+        TypeError: unsupported or mismatched dtypes; ``grad_outputs`` / ``weights`` not a list or tuple
+            of tensors.
     The K-parts kernel takes 2 or 3 parts: contiguous, 16-B aligned 16-bit gradients and weights,
     every weight's row count but the last's a multiple of 64, the gradients' columns and in_features
     multiples of 8, on sm_90; otherwise grad_input is ``tk.gemm(torch.cat(grad_outputs, 1),
@@ -165,8 +176,9 @@ def linear_backward_parts(grad_outputs, weights, input):
     ``torch_tk.fallback_reasons()`` on a GPU.
     """
     op = torch.ops.tk.linear_backward_parts.default
-    args = (list(grad_outputs), list(weights), input)
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in args[0] + args[1]):
+    args = (_tensor_list("tk.linear_backward_parts", "grad_outputs", grad_outputs),
+            _tensor_list("tk.linear_backward_parts", "weights", weights), input)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in args[0] + args[1]):
         gi, gw = op(*args)  # (through autograd: _call_op looks at tensor arguments only)
     else:
         gi, gw = _ops._call_op(op, *args)
