@@ -170,3 +170,17 @@ def test_python_reference_matches_the_op():
         torch.randn(256, 40, dtype=torch.float64)
     for got, ref in zip(swiglu._reference(x, wg, wu), torch_tk.linear_swiglu(x, wg, wu)):
         assert got.shape == ref.shape and rel_err(got, ref) < 1e-12
+
+
+@pytest.mark.parametrize("call,exc,word", [
+    (lambda: torch_tk.gate_up_views(torch.randn(4, 100)), ValueError, "gate_up_views: `gu`"),
+    (lambda: torch_tk.gate_up_views(torch.tensor(1.0)), ValueError, "gate_up_views: `gu`"),
+    (lambda: torch_tk.swiglu_grads(torch.randn(4, 128), torch.randn(4, 128)), ValueError, "gate_up_views: `gu`"),
+    (lambda: torch_tk.swiglu_grads(torch.randn(4, 64), torch.randn(4, 256)), ValueError, "swiglu_grads: `d_h`"),
+    (lambda: torch_tk.swiglu_grads(torch.randn(3, 128), torch.randn(4, 256)), ValueError, "swiglu_grads: `d_h`"),
+    (lambda: torch_tk.swiglu_grads(torch.ones(4, 128, dtype=torch.int32), torch.randn(4, 256)), TypeError,
+     "swiglu_grads: `d_h`"),
+])
+def test_helpers_name_the_argument(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()

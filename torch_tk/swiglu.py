@@ -107,7 +107,11 @@ def swiglu_mlp(input, gate_weight, up_weight, down_weight):
 
 
 def gate_up_views(gu):
-    """(gate, up) of a packed (*, 2 I) product as (*, I / 128, 128) views (no copy)."""
+    """(gate, up) of a packed (*, 2 I) product as (*, I / 128, 128) views (no copy).
+    ValueError unless ``gu`` has at least one dimension and a last one that is a multiple of 256."""
+    if gu.dim() < 1 or gu.shape[-1] % (2 * BLOCK):
+        raise ValueError(f"gate_up_views: `gu` must be a packed (*, 2 I) gate | up product, 2 I a multiple of "
+                         f"{2 * BLOCK}, got shape {list(gu.shape)}")
     lead, n = gu.shape[:-1], gu.shape[-1]
     v = gu.view(*lead, n // (2 * BLOCK), 2, BLOCK)
     return v.select(-2, 0), v.select(-2, 1)
@@ -115,8 +119,16 @@ def gate_up_views(gu):
 
 def swiglu_grads(d_h, gu):
     """(d_gate, d_up), each (*, I) in d_h's dtype, of h = silu(g) * u given dL/dh and the packed gu:
-    d_up = d_h silu(g), d_gate = d_h u s (1 + g (1 - s)) with s = sigmoid(g) (math in fp32; fp64 stays fp64)."""
+    d_up = d_h silu(g), d_gate = d_h u s (1 + g (1 - s)) with s = sigmoid(g) (math in fp32; fp64 stays fp64).
+    ValueError unless d_h's shape is gu's with half its last dimension (gate_up_views' layout);
+    TypeError for non-floating dtypes."""
+    for t, name in ((d_h, "d_h"), (gu, "gu")):
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"swiglu_grads: `{name}` has dtype {t.dtype}; floating-point tensors only")
     g, u = gate_up_views(gu)
+    if tuple(d_h.shape) != (*gu.shape[:-1], gu.shape[-1] // 2):
+        raise ValueError(f"swiglu_grads: `d_h` must have shape {[*gu.shape[:-1], gu.shape[-1] // 2]} (`gu`'s with "
+                         f"half its last dimension), got {list(d_h.shape)}")
     acc = torch.float64 if torch.float64 in (d_h.dtype, gu.dtype) else torch.float32
     dh = d_h.reshape(g.shape).to(acc)
     g, u = g.to(acc), u.to(acc)
