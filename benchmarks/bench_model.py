@@ -36,8 +36,8 @@ the cat (1.021-1.032), one kernel of 368.7 us per step where the cat form took t
 1.033 (1.020-1.044) against 1.016 with the cat, six on a third median 1.034 (0.997-1.044)
 (benchmarks/results/h100_2026-12-07e_model.txt); on a fourth (2026-12-07f) median 1.0395 over ten (1.025-1.044)
 against 1.024 over seven with the cat (benchmarks/results/h100_2026-12-07f_checks.txt); on a fifth
-(2026-12-07g) median 1.039 over ten (1.019-1.040) against 1.026 over seven with the cat
-(benchmarks/results/h100_2026-12-07g_checks.txt).
+(2026-12-07g) median 1.039 over ten (1.019-1.040) against 1.026 over seven with the cat, on a sixth 1.0365
+over four (1.022-1.047) against 1.023 over three (benchmarks/results/h100_2026-12-07g_checks.txt).
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
