@@ -1,12 +1,15 @@
 // Shared by the TMA delivery microbenchmarks (tma_stream.cu, residue_maps.cu): an error check, a
 // nonzero fill, and a timer that runs each call after a 256 MB memset, as triton's do_bench
 // flushes L2 (leaving it full of dirty lines); median of `reps` cudaEvent intervals, in us.
+// TK_MICRO_L2=clean: the memset is followed by a 256 MB read (as benchmarks/l2_state.py's clean
+// state), so the call starts with an L2 of clean lines: no write-back of the flush's dirt.
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                               \
@@ -36,14 +39,31 @@ __global__ void fill_kernel(uint16_t* w, size_t n) {
   }
 }
 
+// Reads the flush buffer (16-B loads, grid-stride) so its lines replace the memset's dirty ones.
+__global__ void read_flush_kernel(const uint4* p, size_t n16, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) sink[4095] = acc;
+}
+
+inline bool l2_clean() {
+  const char* e = std::getenv("TK_MICRO_L2");
+  return e != nullptr && std::string(e) == "clean";
+}
+
 template <class F>
 double time_us(F&& launch, int reps = 25) {
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
   std::vector<float> v;
+  const bool clean = l2_clean();
   for (int r = 0; r < reps + 3; ++r) {
     CK(cudaMemsetAsync(g_flush, 0, kFlushBytes));
+    if (clean) read_flush_kernel<<<132 * 8, 512>>>(reinterpret_cast<const uint4*>(g_flush), kFlushBytes / 16, g_sink);
     CK(cudaEventRecord(a));
     launch();
     CK(cudaEventRecord(b));
