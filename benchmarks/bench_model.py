@@ -38,6 +38,9 @@ the cat (1.021-1.032), one kernel of 368.7 us per step where the cat form took t
 against 1.024 over seven with the cat (benchmarks/results/h100_2026-12-07f_checks.txt); on a fifth
 (2026-12-07g) median 1.039 over ten (1.019-1.040) against 1.026 over seven with the cat, on a sixth 1.0365
 over four (1.022-1.047) against 1.023 over three (benchmarks/results/h100_2026-12-07g_checks.txt).
+On an H200 (2026-12-07h) the same default falls short: median 1.027 over 17 runs (1.015-1.038, 5 of 17 >= 1.03)
+against 1.015 / 1.020 / 1.025 with the cat; the patched step ran ~4% of clock below stock's at the same power
+(benchmarks/results/h200_2026-12-07h_checks.txt).
 Usage: python benchmarks/bench_model.py [--out results.json] [--layers 4] [--rounds 8] [--steps 5]
 """
 import argparse
