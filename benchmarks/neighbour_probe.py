@@ -11,11 +11,15 @@ Method: per neighbour case, blocks alternate between ours and torch.mm as the ne
 runs `--iters` times [neighbour x `--burst`, probe], back to back with no flush and no
 synchronisation inside the block (as in a model's step), and CUDA events time each probe call only.
 Probes: `mm` (torch.mm, 8192x2048x2048 NN: bench_model's dX GEMM), `sdpa` (causal
-F.scaled_dot_product_attention, batch 4, 16 heads, 2048 x 128: bench_model's attention), `copy`
-(a 256 MB device copy: memory-bound). benchmarks/gpu_sampler.py records the mean SM clock of each
+F.scaled_dot_product_attention, batch 4, 16 heads, 2048 x 128: bench_model's attention),
+`sdpa_bwd` (its backward alone, autograd.grad of a fixed output gradient, with the model's layout:
+q / k / v as (B, H, S, D) views of (B, S, H, D) memory; in the model the o_proj dX GEMM,
+8192x2048x2048 NN, runs right before it: 2026-12-07h's H200 profile had cuDNN's backward 1.9% and
+the H100's of 2026-12-07d 4.2% slower in the patched step), `copy` (a 256 MB device copy:
+memory-bound). benchmarks/gpu_sampler.py records the mean SM clock of each
 block. Operands: random bf16 (benchmarks/operands.py).
 
-    python benchmarks/neighbour_probe.py [--cases 8192x2048x2048:NN,...] [--probes mm,sdpa,copy]
+    python benchmarks/neighbour_probe.py [--cases 8192x2048x2048:NN,...] [--probes mm,sdpa,sdpa_bwd,copy]
         [--burst 4] [--iters 50] [--blocks 6]
 
 Prints per case and probe: median probe ms after each neighbour, the ratio (after ours / after
@@ -50,12 +54,18 @@ def make_probes(names, gen):
         elif n == "sdpa":
             q, k, v = (torch.randn(4, 16, 2048, 128, device="cuda", generator=gen).bfloat16() for _ in range(3))
             probes[n] = lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif n == "sdpa_bwd":
+            q, k, v = (torch.randn(4, 2048, 16, 128, device="cuda", generator=gen).bfloat16().transpose(1, 2)
+                       .requires_grad_() for _ in range(3))
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            dout = torch.randn(out.shape, device="cuda", generator=gen).bfloat16()
+            probes[n] = lambda q=q, k=k, v=v, o=out, g=dout: torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
         elif n == "copy":
             src = torch.randn(64 << 20, device="cuda", generator=gen)  # 256 MB of fp32
             dst = torch.empty_like(src)
             probes[n] = lambda s=src, d=dst: d.copy_(s)
         else:
-            raise ValueError(f"--probes: unknown probe {n!r}; choose from mm, sdpa, copy")
+            raise ValueError(f"--probes: unknown probe {n!r}; choose from mm, sdpa, sdpa_bwd, copy")
     return probes
 
 
@@ -75,7 +85,7 @@ def run_block(neighbour, probe, burst, iters):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default=DEFAULT_CASES, help="comma list of neighbour GEMMs MxNxK:LAY")
-    p.add_argument("--probes", default="mm,sdpa,copy", help="comma list of mm, sdpa, copy")
+    p.add_argument("--probes", default="mm,sdpa,sdpa_bwd,copy", help="comma list of mm, sdpa, sdpa_bwd, copy")
     p.add_argument("--burst", type=int, default=4, help="neighbour calls before each probe call")
     p.add_argument("--iters", type=int, default=50, help="[burst, probe] iterations per block")
     p.add_argument("--blocks", type=int, default=6, help="blocks per neighbour, ours and torch.mm alternating")

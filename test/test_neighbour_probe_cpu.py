@@ -7,7 +7,7 @@ from conftest import load_script
 
 def test_unknown_probe_names_the_flag():
     npb = load_script("benchmarks/neighbour_probe.py", "neighbour_probe_under_test")
-    with pytest.raises(ValueError, match="--probes: unknown probe 'gemm'"):
+    with pytest.raises(ValueError, match="--probes: unknown probe 'gemm'; choose from mm, sdpa, sdpa_bwd, copy"):
         npb.make_probes(["gemm"], None)
 
 
