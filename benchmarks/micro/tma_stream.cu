@@ -98,16 +98,7 @@ __global__ void __launch_bounds__(160, 1)
   if constexpr (CL > 1) cluster_sync();  // no CTA leaves while its peer may still write into it
 }
 
-// The reference: every thread reads 16-B vectors of W, grid-stride (how fast plain loads read it).
-__global__ void ldg_kernel(const uint4* w, size_t n16, unsigned* sink) {
-  unsigned acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) {
-    uint4 v;
-    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(w + i));
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) sink[0] = acc;
-}
+// The reference, ldg_kernel (flush_timer.cuh): every thread reads 16-B vectors of W, grid-stride.
 
 struct Shape {
   int n, k;
