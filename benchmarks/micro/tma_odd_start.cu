@@ -5,6 +5,9 @@
 // re-pitch copy, through a map of 8-row super-lines: dims {8P, rows/8}, line stride 16P bytes
 // (a multiple of 16 for any P), box {64, 8}; the box at inner coordinate j*P + k0 holds rows
 // j, j+8, ..., j+56 of a 64-row tile, columns k0..k0+63.
+// The PTX ISA (5.5.3.1, tiled mode, Bounding Box) already says no: a bounding box's address must be
+// aligned to 16 bytes, for loads as for stores. This probe confirms it on the hardware (expected:
+// "ok" for j = 0 and P = 1024, a fault or wrong data at odd-P starts with j > 0).
 // Usage: tma_odd_start P K0 J SWIZZLE(0/1)  -- one load, one process (a fault is sticky);
 // prints "ok", "MISMATCH (n wrong)" or the CUDA error. run_tma_odd_start.sh loops over cases.
 #include <cuda.h>
