@@ -20,6 +20,7 @@
 #include "../../csrc/kittens/hopper/gl.cuh"
 #include "../../csrc/kittens/hopper/mbarrier.cuh"
 #include "../../csrc/kittens/hopper/tma.cuh"
+#include "flush_timer.cuh"  // CK
 
 using namespace kittens::hopper;
 
@@ -32,10 +33,8 @@ __global__ void load_one(const __grid_constant__ CUtensorMap map, int inner, uin
     mbar_arrive_expect_tx(&bar, sizeof(tile));
     tma_load_2d(tile, &map, &bar, inner, 0);
     // bounded wait: a refused box that neither faults nor completes must not hang the probe
-    uint32_t done = 0;
-    for (long long t0 = clock64(); !done && clock64() - t0 < 2000000000ll;)
-      asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
-                   : "=r"(done) : "r"(smem_u32(&bar)) : "memory");
+    bool done = false;
+    for (long long t0 = clock64(); !done && clock64() - t0 < 2000000000ll;) done = mbar_test(&bar, 0);
     *status = done ? 1 : 2;
   }
   __syncthreads();
@@ -53,12 +52,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) host[i] = uint16_t(i * 7 + 1);  // distinct mod 2^16 for n < 65536
   uint16_t *src, *out;
   int* status;
-  cudaMalloc(&src, size_t(n) * 2 + 256);
-  cudaMalloc(&out, 8 * 64 * 2);
-  cudaMalloc(&status, 4);
-  cudaMemcpy(src, host.data(), size_t(n) * 2, cudaMemcpyHostToDevice);
-  cudaMemset(out, 0xff, 8 * 64 * 2);
-  cudaMemset(status, 0, 4);
+  CK(cudaMalloc(&src, size_t(n) * 2 + 256));
+  CK(cudaMalloc(&out, 8 * 64 * 2));
+  CK(cudaMalloc(&status, 4));
+  CK(cudaMemcpy(src, host.data(), size_t(n) * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemset(out, 0xff, 8 * 64 * 2));
+  CK(cudaMemset(status, 0, 4));
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(8) * P, cuuint64_t(rows / 8)};
   const cuuint64_t strides[1] = {cuuint64_t(16) * P};
@@ -81,8 +80,8 @@ int main(int argc, char** argv) {
   }
   int st = 0;
   std::vector<uint16_t> got(8 * 64);
-  cudaMemcpy(&st, status, 4, cudaMemcpyDeviceToHost);
-  cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost);
+  CK(cudaMemcpy(&st, status, 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost));
   if (st != 1) {
     std::printf("TIMEOUT (the barrier never completed)\n");
     return 1;
