@@ -2,12 +2,16 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [--flush] [--between [--between-parts sdpa,gemm,add] [--prime-k K]] [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [--l2 clean] [--between [--between-parts sdpa,gemm,add] [--prime-k K]] [MxNxK[:LAYOUT],...]
 
 --flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
 event record, the call. It then also prints the launch gap: microseconds from the end of the
 flush kernel to the start of the call's first kernel (mean over the calls), which a programmatic
 dependent launch (TK_HOPPER_PDL=1) can shorten.
+--l2 clean (implies --flush) follows the memset with a 256 MB read, as bench_gemm.py --l2 clean
+(l2_state.py): the memset's dirty lines are written back before the call, not during it. Why:
+the skinny suite's mid-M calls (M = 16-256) beat torch.mm after the memset and lose to it after
+the read (H100 2026-12-07j, benchmarks/NOTES.md); the kernel times say where.
 --between (implies --flush) also runs, after the flush and before each call, the kind of kernels
 a transformer step has between its GEMMs: an SDPA forward (bf16, batch 4, 16 heads, 2048 x 128),
 a cuBLAS GEMM of another shape (4096 x 4096 x 1024) and an element-wise add. Why: inside
@@ -29,6 +33,7 @@ import torch
 import torch_tk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also when loaded by path
+from l2_state import l2_flush  # noqa: E402
 from operands import layout_operands  # noqa: E402
 
 DEFAULT = "1000x1001x999:NN,4097x4097x4097:NN,128x4096x4096:NT,8192x8192x8192:NT"
@@ -44,8 +49,8 @@ def kernels(prof):
 
 
 def profile(fn, reps, flush, between=None):
-    """Kernel events of `reps` calls of fn, each after a flush when `flush` is a tensor and then
-    `between()` when given."""
+    """Kernel events of `reps` calls of fn, each after `flush()` when given (l2_state.l2_flush) and
+    then `between()` when given."""
     ev = torch.cuda.Event(enable_timing=True)
     for _ in range(3):
         fn()
@@ -53,7 +58,7 @@ def profile(fn, reps, flush, between=None):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
             if flush is not None:
-                flush.zero_()
+                flush()
                 if between is not None:
                     between()
                 ev.record()
@@ -89,7 +94,8 @@ def group_calls(ks, per_call, pre):
 
 def report(label, fn, reps, flush, between=None, bench=False):
     per_call = len(profile(fn, 1, None))  # kernels one call launches
-    pre = (flush is not None) + (len(profile(between, 1, None)) if flush is not None and between else 0)
+    pre = (len(profile(flush, 1, None)) if flush is not None else 0) + (
+        len(profile(between, 1, None)) if flush is not None and between else 0)
     tot, cnt, gaps, calls, pre_tot, spans = group_calls(profile(fn, reps, flush, between), per_call, pre)
     spans.sort()
     line = f"{label}: {sum(tot.values()) / calls:.1f} us of kernels per call, span median {spans[len(spans) // 2]:.1f} us"
@@ -145,6 +151,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("shapes", nargs="?", default=DEFAULT, help="comma list MxNxK[:LAYOUT] (layout default NN)")
     ap.add_argument("--flush", action="store_true", help="a 256 MB zero_ + event record before each call")
+    ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty",
+                    help="with --flush: dirty (the memset alone, do_bench's flush) or clean (then a 256 MB read); "
+                         "clean implies --flush")
     ap.add_argument("--between", action="store_true",
                     help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
     ap.add_argument("--between-parts", default=",".join(BETWEEN_PARTS),
@@ -162,7 +171,8 @@ def main():
         parts = parse_parts(args.between_parts)
     except ValueError as e:
         ap.error(str(e))
-    flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda") if args.flush or args.between else None
+    flushed = args.flush or args.between or args.l2 == "clean"
+    flush = l2_flush(args.l2) if flushed else None
     between = model_kernels(parts) if args.between else None
     for item in args.shapes.split(","):
         shape, _, lay = item.partition(":")
