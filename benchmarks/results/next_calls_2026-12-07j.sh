@@ -8,12 +8,7 @@
 # (profile_shapes.py --l2), then an A/B of forced tiles on 128x4096x4096 NT in both L2 states
 # (scripts/ab_knob.sh, one bench_gemm process per setting and round); on an H200 first the sdpa probe.
 set -u
-W=/tmp/wj6; mkdir -p $W
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/tk_site .whl/*.whl 2>/dev/null
-export PYTHONPATH=$PWD:/tmp/tk_site
-bash scripts/use_device_so.sh d71 || exit 1
-nvidia-smi -L > $W/gpu.txt; nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv >> $W/gpu.txt; cat $W/gpu.txt
-t0=$(date +%s); pack() { tar czf $OUT/j6.tgz -C $W .; }
+source scripts/device_session.sh /tmp/wj6 j6 d71
 if grep -q H200 $W/gpu.txt; then
   timeout 150 python3 benchmarks/neighbour_probe.py --probes sdpa,sdpa_bwd > $W/probe.txt 2>&1; tail -8 $W/probe.txt; pack
 fi
