@@ -152,8 +152,8 @@ def main():
     ap.add_argument("shapes", nargs="?", default=DEFAULT, help="comma list MxNxK[:LAYOUT] (layout default NN)")
     ap.add_argument("--flush", action="store_true", help="a 256 MB zero_ + event record before each call")
     ap.add_argument("--l2", choices=("dirty", "clean"), default="dirty",
-                    help="with --flush: dirty (the memset alone, do_bench's flush) or clean (then a 256 MB read); "
-                         "clean implies --flush")
+                    help="the L2 before each call: dirty (with --flush: the memset alone, do_bench's flush) or clean "
+                         "(the memset, then a 256 MB read; implies --flush)")
     ap.add_argument("--between", action="store_true",
                     help="implies --flush: then model-like kernels (SDPA, another cuBLAS GEMM, an add) before each call")
     ap.add_argument("--between-parts", default=",".join(BETWEEN_PARTS),
