@@ -2,7 +2,7 @@
 """Per-kernel GPU times of torch_tk.gemm (and torch.mm) on a few shapes, from torch.profiler:
 where the time of a call goes (re-pitch copies, GEMM, split-K reduction).
 
-    python benchmarks/profile_shapes.py [--flush] [--l2 clean] [--between [--between-parts sdpa,gemm,add] [--prime-k K]] [MxNxK[:LAYOUT],...]
+    python benchmarks/profile_shapes.py [--flush] [--l2 clean] [--between [--between-parts sdpa,gemm,add] [--prime-k K [--prime-fresh]]] [MxNxK[:LAYOUT],...]
 
 --flush runs each call as triton's do_bench times it: a 256 MB `zero_` (the L2 flush), a CUDA
 event record, the call. It then also prints the launch gap: microseconds from the end of the
@@ -22,6 +22,8 @@ SMs' instruction caches, which a flush alone (one small memset kernel) does not.
 torch_tk.gemm on the first K columns of A and rows of B: the same kernel (when the plan matches;
 the "before:" line says so) brings its code into L2 just before the call, which tells a cold
 code fetch (H200 2026-11-28f: ~5 us of a flushed call's epilogue) from other causes.
+--prime-fresh runs that prime on operands of its own (same layout, K = PRIME_K), so the call's
+first k tile is not warmed along with the code.
 """
 import argparse
 import collections
@@ -162,6 +164,9 @@ def main():
                     help="with --between: then, last before each call, a torch_tk.gemm of the same operands' first "
                          "PRIME_K columns of A / rows of B (the same kernel when the plan is the same; force it "
                          "with TK_HOPPER_TILE): brings that kernel's code into L2 before the call")
+    ap.add_argument("--prime-fresh", action="store_true",
+                    help="with --prime-k: the prime on fresh M x PRIME_K / PRIME_K x N operands of the same layout "
+                         "instead of slices of the call's, so only code (and not the call's first k tile) is warmed")
     ap.add_argument("--bench", action="store_true",
                     help="also print triton's do_bench median of each call (as bench_gemm.py times it: do_bench's own "
                          "flush only; the --between kernels and --prime-k are not run there)")
@@ -185,7 +190,10 @@ def main():
         print(f"{M}x{N}x{K} {lay}: plan {plan}")
         pre = between
         if between is not None and args.prime_k > 0:
-            a_p, b_p = a[:, :args.prime_k], b[:args.prime_k, :]
+            # --prime-fresh: operands of their own, so the prime warms no line of the call's operands
+            # (the slices below put the call's first k tile in L2: its first stage then skips DRAM).
+            a_p, b_p = (layout_operands(M, N, args.prime_k, lay) if args.prime_fresh
+                        else (a[:, :args.prime_k], b[:args.prime_k, :]))
 
             def pre():
                 between()
