@@ -586,7 +586,10 @@ __global__ void __launch_bounds__(L::THREADS, 1)
       }
     };
     if constexpr (L::kRope) consume(plain_epilogue(ep), kStoreTma);  // its one body (launch_impl.cuh checks)
-    else if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
+    else if constexpr (TK_ONLY_PLAIN_TMA && has_plain_body<L>()) {  // A/B build: the host refused the rest
+      if (store_mode == kStoreTma || L::BN == 256) consume(plain_epilogue(ep), kStoreTma);
+      else consume(plain_epilogue(ep), kStoreTmaTransposed);
+    } else if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
     else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
     else if (has_staged_plain_body<L>() && ep.plain_staged && store_mode == kStoreStaged)
       consume(plain_staged_epilogue(ep), kStoreStaged);

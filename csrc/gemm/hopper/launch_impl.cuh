@@ -328,6 +328,7 @@ const char* launch_layout(const GemmArgs& g, const KernelOperands& op, cudaStrea
                          : (L::kTmaStore && !p.swap_ab && !split_out) ? kStoreStaged
                                                                       : kStoreRegisters;
 
+  if (const char* why = only_plain_refusal<L>(ep.plain_body, store_mode)) return why;
   auto kernel = gemm_kernel<L>;
   // The shared-memory opt-in is a per-device function attribute: set once per device.
   static std::atomic<uint64_t> attr_set{0};

@@ -28,6 +28,23 @@ template <class L>
 constexpr bool has_plain_body() {
   return L::kTmaStore && !L::kSwiGLU && !L::kSwiGLUGrad && (L::BN != 256 || TK_PLAIN_BODY_256);
 }
+// TK_ONLY_PLAIN_TMA=1 (build define, an A/B library only, never a default): every kernel with a
+// plain body compiles its TMA-store plain bodies and nothing else (no general or staged body), and
+// the launcher refuses any other launch of those kernels with an error naming the define
+// (launch_impl.cuh only_plain_refusal). Why: with the caches flushed, ncu samples the 64x64 kernel of
+// 128x4096x4096 (12.6k SASS instructions, 1200 executed) waiting on instruction fetch 16% of the
+// time against 6% for cuBLAS's 920-instruction kernel (H100 2026-12-07k, benchmarks/NOTES.md); a
+// kernel holding only the executed path tells whether its size and layout cost the short calls.
+#ifndef TK_ONLY_PLAIN_TMA
+#define TK_ONLY_PLAIN_TMA 0
+#endif
+// The host's side of TK_ONLY_PLAIN_TMA: nullptr when the launch may run, else why not.
+template <class L>
+inline const char* only_plain_refusal(bool ep_plain_body, int store_mode) {
+  if (!TK_ONLY_PLAIN_TMA || L::kRope || !has_plain_body<L>()) return nullptr;
+  const bool ok = ep_plain_body && (store_mode == kStoreTma || (L::BN != 256 && store_mode == kStoreTmaTransposed));
+  return ok ? nullptr : "this library was built with TK_ONLY_PLAIN_TMA=1 (an A/B build): plain TMA-stored GEMMs only";
+}
 // Whether this launch takes a plain body: the host's verdict on the epilogue (Epilogue::plain_body)
 // and a TMA store mode (gemm_kernel.cuh: in the 128 x 256 kernels only the in-place one).
 template <class L, typename OutT>
