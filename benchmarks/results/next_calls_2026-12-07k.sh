@@ -1,5 +1,5 @@
 # 2026-12-07k: the device call prepared for the next session (this session's budget went on refused starts and four calls;
-# 415 s were left, too few to start a machine). Copy the block to .device/k5.sh (ignored) and run it: bash .device/k5.sh;
+# 235 s were left, too few to start a machine). Copy the block to .device/k5.sh (ignored) and run it: bash .device/k5.sh;
 # carry .devso/d72.so.gz .devso/d72.source .devso/d72.torch .devso/d72p.so.gz .devso/d72p.source .devso/d72p.torch .whl
 # .device/k5.sh (8 paths; ~34 MB). d72 = main's csrc at 07k, d72p = the same with TK_BUILD_DEFINES=TK_ONLY_PLAIN_TMA=1.
 # profile_shapes.py --prime-fresh is new in 07k.
