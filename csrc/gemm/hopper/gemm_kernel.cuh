@@ -585,15 +585,7 @@ __global__ void __launch_bounds__(L::THREADS, 1)
           tma_store_wait<0>();  // global writes done before exit
       }
     };
-    if constexpr (L::kRope) consume(plain_epilogue(ep), kStoreTma);  // its one body (launch_impl.cuh checks)
-    else if constexpr (TK_ONLY_PLAIN_TMA && has_plain_body<L>()) {  // A/B build: the host refused the rest
-      if (store_mode == kStoreTma || L::BN == 256) consume(plain_epilogue(ep), kStoreTma);
-      else consume(plain_epilogue(ep), kStoreTmaTransposed);
-    } else if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
-    else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
-    else if (has_staged_plain_body<L>() && ep.plain_staged && store_mode == kStoreStaged)
-      consume(plain_staged_epilogue(ep), kStoreStaged);
-    else consume(ep, store_mode);
+    run_body<L>(consume, ep, store_mode);  // the plain bodies or the general one (plain_body.cuh)
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (L::CLUSTER > 1) cluster_sync();

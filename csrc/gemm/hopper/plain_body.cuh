@@ -90,4 +90,19 @@ __device__ __forceinline__ Epilogue<OutT> plain_staged_epilogue(const Epilogue<O
   p.granules = true;
   return p;
 }
+
+// The consumers' body a launch runs: `consume` (gemm_kernel.cuh, the unit loop and epilogue) inlined
+// once per call below, each with its epilogue fields and store mode as constants.
+template <class L, class Consume, typename OutT>
+__device__ __forceinline__ void run_body(Consume& consume, const Epilogue<OutT>& ep, int store_mode) {
+  if constexpr (L::kRope) consume(plain_epilogue(ep), kStoreTma);  // its one body (launch_impl.cuh checks)
+  else if constexpr (TK_ONLY_PLAIN_TMA && has_plain_body<L>()) {  // A/B build: the host refused the rest
+    if (store_mode == kStoreTma || L::BN == 256) consume(plain_epilogue(ep), kStoreTma);
+    else consume(plain_epilogue(ep), kStoreTmaTransposed);
+  } else if (plain_body<L>(ep, store_mode) && store_mode == kStoreTma) consume(plain_epilogue(ep), kStoreTma);
+  else if (L::BN != 256 && plain_body<L>(ep, store_mode)) consume(plain_epilogue(ep), kStoreTmaTransposed);
+  else if (has_staged_plain_body<L>() && ep.plain_staged && store_mode == kStoreStaged)
+    consume(plain_staged_epilogue(ep), kStoreStaged);
+  else consume(ep, store_mode);
+}
 }  // namespace tk::hopper
